@@ -1,0 +1,65 @@
+// Rebuilding the context the model sees, exactly as pi 0.73.1's
+// buildSessionContext (pi-session-format.md §9).
+#ifndef COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_
+#define COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compactor/message.h"
+#include "compactor/session.h"
+#include "compactor/status.h"
+
+namespace compactor {
+
+// One message of the rebuilt context.
+struct ContextMessage {
+  Role role = Role::kOther;
+  // The entry it came from (message, custom_message, branch_summary or compaction).
+  size_t entry_index = 0;
+  // Its JSON object, deep-equal to the object pi puts in `messages`.
+  // For stored messages this is the stored text; summaries and custom messages
+  // are synthesized.
+  std::string json;
+};
+
+struct ModelRef {
+  std::string provider;
+  std::string model_id;
+};
+
+struct SessionContext {
+  std::optional<std::string> leaf_id;  // nullopt for an empty session
+  std::vector<ContextMessage> messages;
+  std::string thinking_level = "off";
+  std::optional<ModelRef> model;
+  // Entry indices of the active path, root to leaf.
+  std::vector<size_t> path;
+  // Index in `path` of the latest compaction on it, if any.
+  std::optional<size_t> compaction_path_index;
+};
+
+struct ContextOptions {
+  // Build for this entry instead of the file's leaf. Unknown id -> kInvalidArgument
+  // (pi silently falls back to the last entry; Compactor reports the mistake).
+  std::optional<std::string> leaf_id;
+};
+
+Result<SessionContext> BuildSessionContext(const Session& session,
+                                           const ContextOptions& options = {});
+
+// Serializes a context as the CLI contract's JSON object:
+// {"leafId","messages","thinkingLevel","model"}.
+std::string ContextToJson(const SessionContext& context);
+
+// Synthesized messages (pi's createCompactionSummaryMessage & co), as JSON text.
+std::string MakeCompactionSummaryJson(std::string_view summary, double tokens_before,
+                                      double timestamp_ms);
+std::string MakeBranchSummaryJson(std::string_view summary, std::string_view from_id,
+                                  double timestamp_ms);
+
+}  // namespace compactor
+
+#endif  // COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_

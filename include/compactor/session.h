@@ -1,0 +1,165 @@
+// Reading pi session files (JSONL, format versions 1-3) as a lazily parsed,
+// indexed tree. See docs/session-format.md and pi-session-format.md.
+//
+// A Session maps the file and indexes every line once: entry type, id,
+// parentId, timestamp and, for message entries, the role and a few scalar
+// fields. Message bodies stay in the mapped bytes and are parsed only when a
+// caller asks (Session::MessageJson + ParseMessage). v1/v2 files are migrated
+// in memory exactly as pi 0.73.1 does; the input file is never modified.
+//
+// Thread safety: a loaded Session is immutable and safe for concurrent reads.
+#ifndef COMPACTOR_INCLUDE_COMPACTOR_SESSION_H_
+#define COMPACTOR_INCLUDE_COMPACTOR_SESSION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compactor/message.h"
+#include "compactor/status.h"
+
+namespace compactor {
+
+enum class EntryType {
+  kMessage,
+  kThinkingLevelChange,
+  kModelChange,
+  kCompaction,
+  kBranchSummary,
+  kCustom,
+  kCustomMessage,
+  kLabel,
+  kSessionInfo,
+  kUnknown,  // any other "type" string: kept and copied verbatim, never interpreted
+};
+
+std::string_view EntryTypeName(EntryType type);
+
+// One non-header line of the file, as indexed at load time.
+struct Entry {
+  EntryType type = EntryType::kUnknown;
+  std::string type_name;   // the "type" string as stored
+  std::string id;          // assigned in memory for v1 files
+  std::string parent_id;   // empty = null / root (pi treats "" as null too)
+  std::string timestamp;   // ISO-8601 string as stored
+  double timestamp_ms = 0; // Date.parse(timestamp); NaN when unparsable
+  uint32_t line = 0;       // 1-based line number in the file
+
+  // message entries
+  Role role = Role::kOther;
+  std::string role_name;
+  // assistant messages (needed for model tracking and usage without a full parse)
+  std::string provider, model, stop_reason;
+  bool has_usage = false;
+  Usage usage;
+
+  // compaction (also for v1 files after migration): firstKeptEntryId; tokensBefore
+  std::string first_kept_entry_id;
+  double tokens_before = 0;
+  // branch_summary: fromId; label: targetId; session_info: name; thinking_level_change: level;
+  // model_change: provider/modelId go into provider/model above.
+  std::string from_id, target_id, label, name, thinking_level;
+  bool has_label = false;   // label entries: false when the label is absent (clears)
+  bool from_hook = false;   // compaction / branch_summary
+  bool summary_empty = true;  // branch_summary / compaction: summary is ""
+};
+
+struct SessionHeader {
+  int version = 1;          // as on disk (1 when absent)
+  std::string id;
+  std::string timestamp;
+  std::string cwd;
+  std::string parent_session;  // empty when absent
+  uint32_t line = 1;
+};
+
+// A problem found while loading that did not stop the load (tolerant mode).
+struct LoadWarning {
+  std::string file;
+  uint32_t line = 0;
+  std::string message;
+  // "file:line: message"
+  std::string ToString() const;
+};
+
+struct LoadOptions {
+  // Turn a malformed line into an error instead of skipping it with a warning.
+  // A torn last line (no trailing newline, invalid JSON) is always tolerated.
+  bool strict = false;
+  // Called for every warning, in file order. Default: collected in Session::warnings().
+  std::function<void(const LoadWarning&)> on_warning;
+};
+
+class Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Opens and indexes a session file. Errors name the file and line:
+  // kNotFound (missing), kIoError (unreadable, a directory), kCorruption (empty,
+  // no session header first, invalid JSON with strict, duplicate id, cycle).
+  static Result<std::unique_ptr<Session>> Open(const std::string& path,
+                                               const LoadOptions& options = {});
+  // Same, over bytes in memory (tests, stdin). `name` is used in messages.
+  static Result<std::unique_ptr<Session>> FromString(std::string contents, std::string name,
+                                                     const LoadOptions& options = {});
+
+  const std::string& path() const;
+  const SessionHeader& header() const;
+  // True when the file was v1/v2 and was migrated in memory.
+  bool migrated() const;
+  const std::vector<LoadWarning>& warnings() const;
+
+  size_t size() const;
+  const Entry& entry(size_t index) const;
+  const std::vector<Entry>& entries() const;
+  // Index of the entry with this id (the first one in file order), or nullopt.
+  std::optional<size_t> Find(std::string_view id) const;
+  // pi's leaf after load: the last entry in file order; nullopt when empty.
+  std::optional<size_t> Leaf() const;
+  // Entry indices from the root to `leaf` (inclusive), following parentId until
+  // a null or unknown parent. A cycle ends the walk (reported as a warning at load).
+  std::vector<size_t> PathTo(size_t leaf) const;
+  // Children of each entry in file order (the same shape pi's getTree builds).
+  std::vector<std::vector<size_t>> Children() const;
+  // Roots: parentId null, equal to own id, or unknown.
+  std::vector<size_t> Roots() const;
+
+  // The resolved label of an entry (last label entry for it), if any.
+  std::optional<std::string> LabelOf(std::string_view id) const;
+  // The session name (latest session_info entry; empty name clears).
+  std::optional<std::string> Name() const;
+
+  // Raw JSON of the whole entry line as pi would hold it after migration.
+  // For v3 files this is the line's bytes (after invalid UTF-8 replacement);
+  // for migrated files the migrated object (original keys, then id, parentId, ...).
+  std::string EntryJson(size_t index) const;
+  // Raw JSON of a message entry's "message" value (hookMessage renamed to custom
+  // for migrated v2 files). Empty for other entry types.
+  std::string_view MessageJson(size_t index) const;
+  // Raw JSON of a top-level field of an entry, or empty if absent.
+  std::string_view FieldJson(size_t index, std::string_view key) const;
+  // A string field of an entry (unescaped), or nullopt if absent / not a string.
+  std::optional<std::string> StringField(size_t index, std::string_view key) const;
+  // The header line's JSON (migrated: with the new version).
+  std::string HeaderJson() const;
+
+  // The whole file as pi would write it after migration (v3). Identical bytes
+  // for a v3 file without malformed lines.
+  std::string ToV3Jsonl() const;
+
+  struct Impl;
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace compactor
+
+#endif  // COMPACTOR_INCLUDE_COMPACTOR_SESSION_H_
