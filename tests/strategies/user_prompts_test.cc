@@ -20,7 +20,7 @@ TEST(UserPrompts, TruncationIsSinglePassAndKeepsCodePoints) {
   EXPECT_EQ(TruncateToPromptTokens("日本語テキスト", 2, true), "スト");
   EXPECT_EQ(TruncateToPromptTokens("a😀b", 1, true), "b");
   EXPECT_EQ(TruncateToPromptTokens("a😀b", 2, true), "a😀b");  // ceil(2/4) + 1 = 2
-  EXPECT_EQ(TruncateToPromptTokens("ab😀", 1, true), "");
+  EXPECT_EQ(TruncateToPromptTokens("ab😀", 1, true), "😀");
   EXPECT_EQ(TruncateToPromptTokens("anything", 0, false), "");
   // A long CJK text is handled in linear time (the old quadratic re-estimation froze).
   std::string cjk;
