@@ -19,7 +19,7 @@
 namespace compactor {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kKeepPolicies[] = {"tokens", "turns", "messages", "opencode"};
 

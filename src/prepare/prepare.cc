@@ -44,13 +44,13 @@ std::optional<ContextMessage> MessageFor(const Session& session, const ContextIn
       m.entry_index = entry_index;
       if (e.type == EntryType::kMessage) {
         m.role = e.role;
-        m.json = std::string(session.MessageJson(entry_index));
+        m.stored = session.MessageJson(entry_index);
         return m;
       }
       if (e.type == EntryType::kBranchSummary) {
         // The context skips empty branch summaries; pi's preparation does not.
         m.role = Role::kBranchSummary;
-        m.json = MakeBranchSummaryJson(session.StringField(entry_index, "summary").value_or(""),
+        m.owned = MakeBranchSummaryJson(session.StringField(entry_index, "summary").value_or(""),
                                        e.from_id, e.timestamp_ms);
         return m;
       }
@@ -61,7 +61,7 @@ std::optional<ContextMessage> MessageFor(const Session& session, const ContextIn
   }
 }
 
-int64_t EstimateOf(const ContextMessage& m) { return EstimateMessageTokens(m.json); }
+int64_t EstimateOf(const ContextMessage& m) { return EstimateMessageTokens(m.json()); }
 
 CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t end,
                    KeepPolicy policy, const PrepareOptions& options) {
@@ -207,7 +207,7 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   }
   for (const auto* list : {&prep.messages_to_summarize, &prep.turn_prefix_messages}) {
     for (const ContextMessage& m : *list) {
-      if (m.role == Role::kAssistant) ExtractFileOpsFromJson(m.json, prep.file_ops);
+      if (m.role == Role::kAssistant) ExtractFileOpsFromJson(m.json(), prep.file_ops);
     }
   }
   prep.file_lists = ComputeFileLists(prep.file_ops);
