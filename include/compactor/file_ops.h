@@ -40,8 +40,9 @@ void SeedFileOpsFromDetails(std::string_view details_json, FileOperations& ops);
 // both sorted the way JavaScript's default sort orders strings (UTF-16 code units).
 FileLists ComputeFileLists(const FileOperations& ops);
 
-// pi's formatFileOperations: "\n\n<read-files>\n...\n</read-files>\n\n<modified-files>\n...\n</modified-files>",
-// each section only when non-empty; "" when both are empty.
+// pi's formatFileOperations:
+// "\n\n<read-files>\n...\n</read-files>\n\n<modified-files>\n...\n</modified-files>", each section
+// only when non-empty; "" when both are empty.
 std::string FormatFileOperations(const FileLists& lists);
 
 // JavaScript's string comparison (UTF-16 code unit order) on UTF-8 strings.

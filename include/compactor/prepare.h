@@ -57,8 +57,7 @@ struct CutOptions {
 // pi's findValidCutPoints over [start, end): user, assistant, bashExecution,
 // custom, branchSummary, compactionSummary messages; branch_summary and
 // custom_message entries. Never a tool result.
-std::vector<size_t> FindValidCutPoints(std::span<const CutEntry> entries, size_t start,
-                                       size_t end);
+std::vector<size_t> FindValidCutPoints(std::span<const CutEntry> entries, size_t start, size_t end);
 // pi's findTurnStartIndex: the nearest user/bashExecution message,
 // branch_summary or custom_message at or before `index`, not before `start`.
 std::optional<size_t> FindTurnStartIndex(std::span<const CutEntry> entries, size_t index,
@@ -138,8 +137,8 @@ struct CompactionPreparation {
 };
 
 struct PrepareResult {
-  SessionContext context;     // the context at the leaf
-  ContextEstimate estimate;   // EstimateContextTokens(context.messages)
+  SessionContext context;    // the context at the leaf
+  ContextEstimate estimate;  // EstimateContextTokens(context.messages)
   std::optional<CompactionPreparation> preparation;
   PrepareSkip skip = PrepareSkip::kNone;
   // pi's wording for manual compaction: "Already compacted", "Nothing to
@@ -147,8 +146,7 @@ struct PrepareResult {
   std::string skip_reason;
 };
 
-Result<PrepareResult> PrepareCompaction(const Session& session,
-                                        const PrepareOptions& options = {});
+Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOptions& options = {});
 // Same, reusing a context already built for the leaf (its `path` is used).
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
                                         const PrepareOptions& options);

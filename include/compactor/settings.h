@@ -101,8 +101,7 @@ class SettingsFileSystem {
 // The real file system (stat + read).
 std::shared_ptr<SettingsFileSystem> RealSettingsFileSystem();
 
-Result<LoadedSettings> LoadSettingsFile(const std::string& path,
-                                        SettingsFileSystem& fs,
+Result<LoadedSettings> LoadSettingsFile(const std::string& path, SettingsFileSystem& fs,
                                         const CompactionSettings& base = {});
 
 // Settings backed by a file, re-read when its mtime, size or inode changes.

@@ -1,6 +1,7 @@
 #include "compactor/settings.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,11 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <utility>
-
-#include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "compactor/policy.h"
 
@@ -92,10 +90,12 @@ class Reader {
       } else if (key == "minimumSavings") {
         RETURN_IF_ERROR(Integer(v, path, 0, p.minimum_savings));
       } else if (key == "protectedTools") {
-        if (!v.is_array()) return Error(path, "expected an array of tool names, got " + TypeName(v));
+        if (!v.is_array())
+          return Error(path, "expected an array of tool names, got " + TypeName(v));
         std::vector<std::string> tools;
         for (const auto& t : v) {
-          if (!t.is_string()) return Error(path, "expected tool names (strings), got " + TypeName(t));
+          if (!t.is_string())
+            return Error(path, "expected tool names (strings), got " + TypeName(t));
           tools.push_back(t.get<std::string>());
         }
         p.protected_tools = std::move(tools);
@@ -186,7 +186,8 @@ class PosixFileSystem final : public SettingsFileSystem {
   Result<std::string> ReadFile(const std::string& path) override {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound(fmt::format("settings file {}: not found", path));
+      if (errno == ENOENT)
+        return Status::NotFound(fmt::format("settings file {}: not found", path));
       return Status::IoError(fmt::format("settings file {}: {}", path, std::strerror(errno)));
     }
     std::string out;

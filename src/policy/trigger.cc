@@ -1,8 +1,8 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "compactor/policy.h"
 
@@ -14,20 +14,23 @@ struct PresetName {
   std::string_view name;
 };
 constexpr PresetName kPresets[] = {
-    {TriggerPreset::kPi, "pi"},           {TriggerPreset::kOmp, "omp"},
-    {TriggerPreset::kKimi, "kimi"},       {TriggerPreset::kCodex, "codex"},
-    {TriggerPreset::kOpencode, "opencode"}, {TriggerPreset::kNexus, "nexus"},
+    {TriggerPreset::kPi, "pi"},
+    {TriggerPreset::kOmp, "omp"},
+    {TriggerPreset::kKimi, "kimi"},
+    {TriggerPreset::kCodex, "codex"},
+    {TriggerPreset::kOpencode, "opencode"},
+    {TriggerPreset::kNexus, "nexus"},
     {TriggerPreset::kNominal, "nominal"},
 };
 
 // Anchor constants (compaction-algorithms.md).
-constexpr double kOmpReserveFraction = 0.15;      // B2 effectiveReserveTokens
-constexpr double kKimiTriggerRatio = 0.85;        // C1 triggerRatio
-constexpr int64_t kKimiReservedContext = 50000;   // C1 reservedContextSize
-constexpr int64_t kOpencodeReserveCap = 20000;    // D: min(20000, maxOutputTokens)
-constexpr int64_t kOpencodeOutputMax = 32000;     // D: OUTPUT_TOKEN_MAX
-constexpr int64_t kNexusMinReserve = 10000;       // E: max(Window / 5, 10000)
-constexpr int64_t kNominalThreshold = 100000;     // G: COMPACTION_TOKEN_THRESHOLD
+constexpr double kOmpReserveFraction = 0.15;     // B2 effectiveReserveTokens
+constexpr double kKimiTriggerRatio = 0.85;       // C1 triggerRatio
+constexpr int64_t kKimiReservedContext = 50000;  // C1 reservedContextSize
+constexpr int64_t kOpencodeReserveCap = 20000;   // D: min(20000, maxOutputTokens)
+constexpr int64_t kOpencodeOutputMax = 32000;    // D: OUTPUT_TOKEN_MAX
+constexpr int64_t kNexusMinReserve = 10000;      // E: max(Window / 5, 10000)
+constexpr int64_t kNominalThreshold = 100000;    // G: COMPACTION_TOKEN_THRESHOLD
 
 bool NeedsWindow(TriggerPreset preset) { return preset != TriggerPreset::kNominal; }
 
@@ -84,8 +87,8 @@ Result<TriggerPreset> ParseTriggerPreset(std::string_view name) {
   for (const auto& p : kPresets) {
     if (p.name == name) return p.preset;
   }
-  return Status::InvalidArgument(
-      fmt::format("unknown trigger preset \"{}\" (expected one of {})", name, TriggerPresetNames()));
+  return Status::InvalidArgument(fmt::format("unknown trigger preset \"{}\" (expected one of {})",
+                                             name, TriggerPresetNames()));
 }
 
 std::string TriggerPresetNames() {
@@ -138,7 +141,8 @@ Result<Threshold> ResolveThreshold(TriggerPreset preset, int64_t window,
       }
       // used >= max * 0.85 || (50000 < max && used + 50000 >= max): the smallest
       // integer count that fires.
-      int64_t ratio = static_cast<int64_t>(std::ceil(static_cast<double>(window) * kKimiTriggerRatio));
+      int64_t ratio =
+          static_cast<int64_t>(std::ceil(static_cast<double>(window) * kKimiTriggerRatio));
       t.value = ratio;
       t.rule = fmt::format("0.85 x window {}", window);
       if (window > kKimiReservedContext && window - kKimiReservedContext < ratio) {

@@ -34,8 +34,7 @@ bool IsUserMessage(const CutEntry& e) { return IsMessage(e) && e.role == Role::k
 
 // Entries that put a message into the context (pi's getMessageFromEntry minus compactions).
 bool ProducesMessage(const CutEntry& e) {
-  return IsMessage(e) || e.type == EntryType::kCustomMessage ||
-         e.type == EntryType::kBranchSummary;
+  return IsMessage(e) || e.type == EntryType::kCustomMessage || e.type == EntryType::kBranchSummary;
 }
 
 // A cut that neither starts the kept part with a tool result nor leaves a
@@ -238,10 +237,14 @@ Result<KeepPolicy> ParseKeepPolicy(std::string_view name) {
 
 std::string_view KeepPolicyName(KeepPolicy policy) {
   switch (policy) {
-    case KeepPolicy::kRecentTokens: return "tokens";
-    case KeepPolicy::kLastTurns: return "turns";
-    case KeepPolicy::kLastMessages: return "messages";
-    case KeepPolicy::kOpencode: return "opencode";
+    case KeepPolicy::kRecentTokens:
+      return "tokens";
+    case KeepPolicy::kLastTurns:
+      return "turns";
+    case KeepPolicy::kLastMessages:
+      return "messages";
+    case KeepPolicy::kOpencode:
+      return "opencode";
   }
   return "tokens";
 }

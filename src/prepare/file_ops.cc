@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 namespace compactor {
@@ -82,7 +81,9 @@ void AddPath(const Json& arguments, const std::string& tool, FileOperations& ops
   }
 }
 
-bool IsFileTool(std::string_view name) { return name == "read" || name == "write" || name == "edit"; }
+bool IsFileTool(std::string_view name) {
+  return name == "read" || name == "write" || name == "edit";
+}
 
 }  // namespace
 

@@ -1,9 +1,9 @@
 // pi 0.73.1's prepareCompaction over a Session (compaction-algorithms.md A4),
 // with Compactor's fixes and keep policies.
+#include "compactor/prepare.h"
+
 #include <unordered_map>
 #include <utility>
-
-#include "compactor/prepare.h"
 
 namespace compactor {
 namespace {
@@ -51,7 +51,7 @@ std::optional<ContextMessage> MessageFor(const Session& session, const ContextIn
         // The context skips empty branch summaries; pi's preparation does not.
         m.role = Role::kBranchSummary;
         m.owned = MakeBranchSummaryJson(session.StringField(entry_index, "summary").value_or(""),
-                                       e.from_id, e.timestamp_ms);
+                                        e.from_id, e.timestamp_ms);
         return m;
       }
       return std::nullopt;  // every custom_message on the path is in the context

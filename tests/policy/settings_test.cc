@@ -1,14 +1,13 @@
 #include "compactor/settings.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace compactor {
 namespace {
@@ -219,9 +218,7 @@ TEST(SettingsSourceTest, RealFileEditTakesEffect) {
   fs::path dir = fs::temp_directory_path() / ("compactor-settings-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::path file = dir / "settings.json";
-  {
-    std::ofstream(file) << R"({"compaction": {"reserveTokens": 100}})";
-  }
+  { std::ofstream(file) << R"({"compaction": {"reserveTokens": 100}})"; }
   SettingsSource source(file.string());
   auto a = source.Get();
   ASSERT_TRUE(a.ok()) << a.status().ToString();

@@ -1,12 +1,11 @@
-#include <cstdint>
-#include <cmath>
-#include <fstream>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "compactor/policy.h"
 #include "prepare/fixture_paths.h"
@@ -19,9 +18,9 @@ using ::testing::HasSubstr;
 CompactionSettings Defaults() { return CompactionSettings{}; }
 
 TEST(TriggerPresetTest, NamesRoundTrip) {
-  for (auto p : {TriggerPreset::kPi, TriggerPreset::kOmp, TriggerPreset::kKimi,
-                 TriggerPreset::kCodex, TriggerPreset::kOpencode, TriggerPreset::kNexus,
-                 TriggerPreset::kNominal}) {
+  for (auto p :
+       {TriggerPreset::kPi, TriggerPreset::kOmp, TriggerPreset::kKimi, TriggerPreset::kCodex,
+        TriggerPreset::kOpencode, TriggerPreset::kNexus, TriggerPreset::kNominal}) {
     auto parsed = ParseTriggerPreset(TriggerPresetName(p));
     ASSERT_TRUE(parsed.ok()) << TriggerPresetName(p);
     EXPECT_EQ(*parsed, p);

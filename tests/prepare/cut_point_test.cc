@@ -1,11 +1,11 @@
 // Cut-point selection on in-memory entry views. The quirk cases are the ones
 // tools/pi-oracle/quirks.mjs runs through pi 0.73.1; the expected pi values
 // below are that script's output.
-#include <cstdint>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
 
 #include "compactor/prepare.h"
 
@@ -33,8 +33,16 @@ CutEntry Compaction() { return {EntryType::kCompaction, Role::kOther, 0}; }
 constexpr CutOptions kPi{.pi_quirks = true};
 
 TEST(FindValidCutPointsTest, NeverAToolResultNorMetadata) {
-  std::vector<CutEntry> es = {U(4),     A(4, true), T(4),          A(4),  Setting(), Label(),
-                              Bash(4),  CustomMsg(4), BranchSummary(4), Compaction(),
+  std::vector<CutEntry> es = {U(4),
+                              A(4, true),
+                              T(4),
+                              A(4),
+                              Setting(),
+                              Label(),
+                              Bash(4),
+                              CustomMsg(4),
+                              BranchSummary(4),
+                              Compaction(),
                               {EntryType::kCustom, Role::kOther, 0},
                               {EntryType::kMessage, Role::kCustom, 1},
                               {EntryType::kMessage, Role::kOther, 1}};
@@ -82,8 +90,7 @@ TEST(FindCutPointTest, CutAtAssistantInsideATurnIsASplitTurn) {
 }
 
 TEST(FindCutPointTest, MetadataBeforeTheCutIsPulledInUntilAMessageOrCompaction) {
-  std::vector<CutEntry> es = {U(4000), A(4000), Compaction(), Label(), Setting(), U(4000),
-                              A(4000)};
+  std::vector<CutEntry> es = {U(4000), A(4000), Compaction(), Label(), Setting(), U(4000), A(4000)};
   CutPoint c = FindCutPoint(es, 0, es.size(), 1500);
   EXPECT_EQ(c.first_kept_index, 3u);  // stops after the compaction entry
   EXPECT_FALSE(c.is_split_turn);
@@ -93,8 +100,8 @@ TEST(FindCutPointTest, MetadataBeforeTheCutIsPulledInUntilAMessageOrCompaction) 
 // message. pi (quirks.mjs): cut 6, turn start 2, split, 2 summarized + 4 prefix.
 // Compactor: same first kept entry, not a split turn.
 std::vector<CutEntry> Q1Entries() {
-  return {U(400), A(400), U(400), A(400, true), T(4000), A(400),
-          Setting(), U(400), A(400, true), T(4000), A(400)};
+  return {U(400),    A(400), U(400),       A(400, true), T(4000), A(400),
+          Setting(), U(400), A(400, true), T(4000),      A(400)};
 }
 
 TEST(FindCutPointTest, Q1PiQuirkSettingEntryMakesASplitTurn) {
@@ -123,8 +130,8 @@ TEST(FindCutPointTest, Q1FixedSettingEntryBeforeKeptUserIsNotASplitTurn) {
 // Quirk Q2: the cut is pulled back onto a custom_message; pi reports a split
 // turn whose prefix is empty (turn start == cut). Kept as pi does it.
 TEST(FindCutPointTest, Q2CustomMessageCutMatchesPi) {
-  std::vector<CutEntry> es = {U(400), A(400, true), T(4000), A(400), CustomMsg(400),
-                              A(400, true), T(4000), A(400)};
+  std::vector<CutEntry> es = {U(400),         A(400, true), T(4000), A(400),
+                              CustomMsg(400), A(400, true), T(4000), A(400)};
   for (const CutOptions& o : {CutOptions{}, kPi}) {
     CutPoint c = FindCutPoint(es, 0, es.size(), 1200, o);
     EXPECT_EQ(c.first_kept_index, 4u);
@@ -178,8 +185,8 @@ TEST(FindCutPointTest, RespectsTheBoundaryStart) {
 }
 
 TEST(FindCutPointLastTurnsTest, KeepsTheLastNTurns) {
-  std::vector<CutEntry> es = {U(10), A(10, true), T(10), A(10), Setting(), U(10), A(10),
-                              Bash(10), U(10), A(10)};
+  std::vector<CutEntry> es = {U(10), A(10, true), T(10),    A(10), Setting(),
+                              U(10), A(10),       Bash(10), U(10), A(10)};
   CutPoint c = FindCutPointLastTurns(es, 0, es.size(), 2);
   EXPECT_EQ(c.first_kept_index, 7u);  // bash execution starts a turn
   EXPECT_FALSE(c.is_split_turn);
