@@ -118,18 +118,19 @@ FileLists ComputeFileLists(const FileOps& ops) {
 }
 
 std::string FormatFileOperations(const FileLists& lists) {
-  auto block = [](std::string_view tag, const std::vector<std::string>& files) {
-    std::string out = "<" + std::string(tag) + ">\n";
-    for (size_t i = 0; i < files.size(); ++i) {
-      if (i > 0) out += '\n';
-      out += files[i];
-    }
-    out += "\n</" + std::string(tag) + ">";
-    return out;
-  };
+  // Appends only: g++ 12 warns falsely (-Wrestrict) on `"literal" + string`.
   std::string out;
-  if (!lists.read_files.empty()) out += "\n\n" + block("read-files", lists.read_files);
-  if (!lists.modified_files.empty()) out += "\n\n" + block("modified-files", lists.modified_files);
+  auto block = [&out](std::string_view tag, const std::vector<std::string>& files) {
+    if (files.empty()) return;
+    out.append("\n\n<").append(tag).append(">\n");
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (i > 0) out.push_back('\n');
+      out.append(files[i]);
+    }
+    out.append("\n</").append(tag).append(">");
+  };
+  block("read-files", lists.read_files);
+  block("modified-files", lists.modified_files);
   return out;
 }
 

@@ -180,12 +180,18 @@ std::string CutMiddle(std::string_view text, int64_t max_units) {
 
 std::string_view SummaryKindName(SummaryKind kind) {
   switch (kind) {
-    case SummaryKind::kHistory: return "history";
-    case SummaryKind::kUpdate: return "update";
-    case SummaryKind::kTurnPrefix: return "turn_prefix";
-    case SummaryKind::kBranch: return "branch";
-    case SummaryKind::kHandoff: return "handoff";
-    case SummaryKind::kShort: return "short";
+    case SummaryKind::kHistory:
+      return "history";
+    case SummaryKind::kUpdate:
+      return "update";
+    case SummaryKind::kTurnPrefix:
+      return "turn_prefix";
+    case SummaryKind::kBranch:
+      return "branch";
+    case SummaryKind::kHandoff:
+      return "handoff";
+    case SummaryKind::kShort:
+      return "short";
   }
   return "history";
 }
@@ -220,7 +226,8 @@ int64_t DefaultMaxOutputTokens(SummaryKind kind, int64_t reserve_tokens) {
     case SummaryKind::kBranch:
       return 2048;
     case SummaryKind::kShort:
-      return std::min<int64_t>(512, static_cast<int64_t>(0.2 * static_cast<double>(reserve_tokens)));
+      return std::min<int64_t>(512,
+                               static_cast<int64_t>(0.2 * static_cast<double>(reserve_tokens)));
   }
   return 0;
 }
@@ -229,19 +236,23 @@ std::string_view SummarizationSystemPrompt() { return kSystemPrompt; }
 
 std::string_view SummaryInstructions(SummaryKind kind) {
   switch (kind) {
-    case SummaryKind::kHistory: return kHistoryPrompt;
-    case SummaryKind::kUpdate: return kUpdatePrompt;
-    case SummaryKind::kTurnPrefix: return kTurnPrefixPrompt;
-    case SummaryKind::kBranch: return kBranchPrompt;
-    case SummaryKind::kHandoff: return kHandoffPrompt;
-    case SummaryKind::kShort: return kShortPrompt;
+    case SummaryKind::kHistory:
+      return kHistoryPrompt;
+    case SummaryKind::kUpdate:
+      return kUpdatePrompt;
+    case SummaryKind::kTurnPrefix:
+      return kTurnPrefixPrompt;
+    case SummaryKind::kBranch:
+      return kBranchPrompt;
+    case SummaryKind::kHandoff:
+      return kHandoffPrompt;
+    case SummaryKind::kShort:
+      return kShortPrompt;
   }
   return kHistoryPrompt;
 }
 
-int64_t EstimateTextTokens(std::string_view text) {
-  return (summarize::Utf16Units(text) + 3) / 4;
-}
+int64_t EstimateTextTokens(std::string_view text) { return (summarize::Utf16Units(text) + 3) / 4; }
 
 Result<SummaryPrompt> BuildSummaryPrompt(const SummaryRequest& request) {
   RETURN_IF_ERROR(CheckSummarizable(request));

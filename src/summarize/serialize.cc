@@ -97,7 +97,8 @@ void SerializeLlmMessage(const Message& m, Fn&& fn) {
     }
     case Role::kToolResult: {
       std::string content = JoinTextBlocks(m);
-      if (!content.empty()) fn("[Tool result]: " + TruncateForSummary(content, kToolResultMaxChars));
+      if (!content.empty())
+        fn("[Tool result]: " + TruncateForSummary(content, kToolResultMaxChars));
       break;
     }
     default:

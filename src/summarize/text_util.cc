@@ -193,11 +193,21 @@ std::string UnescapeJsonString(std::string_view b) {
     }
     char e = b[++i];
     switch (e) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
       case 'u': {
         uint32_t v;
         if (!ReadHex4(b, i + 1, &v)) {
@@ -221,7 +231,9 @@ std::string UnescapeJsonString(std::string_view b) {
         }
         break;
       }
-      default: out += e; break;  // \" \\ \/
+      default:
+        out += e;
+        break;  // \" \\ \/
     }
   }
   return out;
@@ -243,7 +255,7 @@ void ForEachJsonEntry(std::string_view s,
       size_t len;
       int u;
       DecodeStep(text, k, &len, &u);
-      value = "\"";
+      value.assign(1, '"');
       std::string_view ch(text.data() + k, len);
       if (ch == "\"" || ch == "\\") value += '\\';
       value += ch;
