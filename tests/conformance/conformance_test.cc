@@ -533,7 +533,25 @@ class OracleConformance : public ::testing::Test {
         cases_->push_back(std::move(c));
       }
     }
-    // 3. one batch run of the oracle for every (case, plan)
+    // 3. a realistic generated session with many compactions and branch summaries
+    fs::path gen_large = shared / "tools" / "pi-oracle" / "gen_large.mjs";
+    if (!shared.empty() && fs::exists(gen_large)) {
+      fs::path large = tmp_->path() / "gen-large.jsonl";
+      CommandResult made = RunCommand(
+          env + "node " + ShellQuote(gen_large.string()) + " " + ShellQuote(large.string()) +
+          " --entries 2000 --compact-every 6 --branch-every 25 --seed 7");
+      if (made.exit_code != 0) {
+        setup_error_ = "gen_large.mjs failed: " + made.err;
+        return;
+      }
+      OracleCase c;
+      c.source = "gen_large";
+      c.file = large;
+      c.why = "gen_large.mjs, compaction every 6 turns, branch every 25";
+      c.plans = {{20000, 16384}, {5000, 16384}};
+      cases_->push_back(std::move(c));
+    }
+    // 4. one batch run of the oracle for every (case, plan)
     Json jobs = Json::array();
     for (const OracleCase& c : *cases_) {
       for (const PlanSettings& p : c.plans) {
@@ -622,6 +640,14 @@ TEST_F(OracleConformance, MakeSessionContextMatchesPi) {
     GTEST_SKIP() << "shared/tools/pi-oracle/make_session.mjs not found";
   }
   CheckContext("make_session");
+}
+
+TEST_F(OracleConformance, GenLargeContextMatchesPi) {
+  if (std::none_of(cases_->begin(), cases_->end(),
+                   [](const OracleCase& c) { return c.source == "gen_large"; })) {
+    GTEST_SKIP() << "shared/tools/pi-oracle/gen_large.mjs not found";
+  }
+  CheckContext("gen_large");
 }
 
 TEST_F(OracleConformance, EstimateMatchesPi) {
