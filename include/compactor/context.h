@@ -19,10 +19,13 @@ struct ContextMessage {
   Role role = Role::kOther;
   // The entry it came from (message, custom_message, branch_summary or compaction).
   size_t entry_index = 0;
-  // Its JSON object, deep-equal to the object pi puts in `messages`.
-  // For stored messages this is the stored text; summaries and custom messages
-  // are synthesized.
-  std::string json;
+  // Its JSON object, deep-equal to the object pi puts in `messages`. Stored
+  // messages are views into the Session's bytes (valid while the Session
+  // lives); summaries and custom messages are synthesized and owned.
+  std::string_view json() const { return owned.empty() ? stored : std::string_view(owned); }
+
+  std::string_view stored;
+  std::string owned;
 };
 
 struct ModelRef {

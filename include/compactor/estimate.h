@@ -30,10 +30,10 @@ int64_t EstimateMessageTokens(const Message& message);
 double CalculateContextTokens(const Usage& usage);
 
 struct ContextEstimate {
-  int64_t heuristic_sum = 0;     // Σ estimate over all messages
-  double tokens = 0;             // usageTokens + trailingTokens
-  double usage_tokens = 0;       // from the last valid assistant usage, 0 if none
-  int64_t trailing_tokens = 0;   // Σ estimate of messages after it (or of all)
+  int64_t heuristic_sum = 0;    // Σ estimate over all messages
+  double tokens = 0;            // usageTokens + trailingTokens
+  double usage_tokens = 0;      // from the last valid assistant usage, 0 if none
+  int64_t trailing_tokens = 0;  // Σ estimate of messages after it (or of all)
   std::optional<size_t> last_usage_index;
 };
 

@@ -32,14 +32,15 @@ Role RoleFromName(std::string_view name);
 struct ContentBlock {
   enum class Kind { kText, kThinking, kImage, kToolCall, kOther };
   Kind kind = Kind::kOther;
-  std::string type;       // the block's "type" string as stored
-  std::string text;       // kText: text; kThinking: thinking
-  bool redacted = false;  // kThinking
-  std::string mime_type;  // kImage
-  size_t data_length = 0; // kImage: length of the base64 data (the data itself is not copied)
-  std::string tool_call_id;    // kToolCall: id
-  std::string tool_name;       // kToolCall: name
-  std::string arguments_json;  // kToolCall: arguments as JavaScript's JSON.stringify would print them
+  std::string type;          // the block's "type" string as stored
+  std::string text;          // kText: text; kThinking: thinking
+  bool redacted = false;     // kThinking
+  std::string mime_type;     // kImage
+  size_t data_length = 0;    // kImage: length of the base64 data (the data itself is not copied)
+  std::string tool_call_id;  // kToolCall: id
+  std::string tool_name;     // kToolCall: name
+  std::string
+      arguments_json;  // kToolCall: arguments as JavaScript's JSON.stringify would print them
 };
 
 struct Usage {

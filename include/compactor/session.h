@@ -42,12 +42,12 @@ std::string_view EntryTypeName(EntryType type);
 // One non-header line of the file, as indexed at load time.
 struct Entry {
   EntryType type = EntryType::kUnknown;
-  std::string type_name;   // the "type" string as stored
-  std::string id;          // assigned in memory for v1 files
-  std::string parent_id;   // empty = null / root (pi treats "" as null too)
-  std::string timestamp;   // ISO-8601 string as stored
-  double timestamp_ms = 0; // Date.parse(timestamp); NaN when unparsable
-  uint32_t line = 0;       // 1-based line number in the file
+  std::string type_name;    // the "type" string as stored
+  std::string id;           // assigned in memory for v1 files
+  std::string parent_id;    // empty = null / root (pi treats "" as null too)
+  std::string timestamp;    // ISO-8601 string as stored
+  double timestamp_ms = 0;  // Date.parse(timestamp); NaN when unparsable
+  uint32_t line = 0;        // 1-based line number in the file
 
   // message entries
   Role role = Role::kOther;
@@ -63,13 +63,13 @@ struct Entry {
   // branch_summary: fromId; label: targetId; session_info: name; thinking_level_change: level;
   // model_change: provider/modelId go into provider/model above.
   std::string from_id, target_id, label, name, thinking_level;
-  bool has_label = false;   // label entries: false when the label is absent (clears)
-  bool from_hook = false;   // compaction / branch_summary
+  bool has_label = false;     // label entries: false when the label is absent (clears)
+  bool from_hook = false;     // compaction / branch_summary
   bool summary_empty = true;  // branch_summary / compaction: summary is ""
 };
 
 struct SessionHeader {
-  int version = 1;          // as on disk (1 when absent)
+  int version = 1;  // as on disk (1 when absent)
   std::string id;
   std::string timestamp;
   std::string cwd;
@@ -92,6 +92,9 @@ struct LoadOptions {
   bool strict = false;
   // Called for every warning, in file order. Default: collected in Session::warnings().
   std::function<void(const LoadWarning&)> on_warning;
+  // Called about every 8 MiB while a file is indexed (bytes done, total), for
+  // progress display on a terminal.
+  std::function<void(size_t, size_t)> on_progress;
 };
 
 class Session {
@@ -118,7 +121,8 @@ class Session {
   size_t size() const;
   const Entry& entry(size_t index) const;
   const std::vector<Entry>& entries() const;
-  // Index of the entry with this id (the first one in file order), or nullopt.
+  // Index of the entry with this id, or nullopt. With duplicate ids the last one
+  // in file order wins, as in pi's byId map (duplicates are reported at load).
   std::optional<size_t> Find(std::string_view id) const;
   // pi's leaf after load: the last entry in file order; nullopt when empty.
   std::optional<size_t> Leaf() const;

@@ -20,9 +20,9 @@ enum class StatusCode {
   kCorruption,       // the input is not a valid pi session (bad header, invalid JSON in --strict)
   kUnsupported,      // a valid input this build cannot handle
   kFailedPrecondition,  // the operation does not apply in the current state
-  kCancelled,        // stopped by a hook or by the caller
-  kUnavailable,      // a remote service did not answer usefully (retryable)
-  kInternal,         // a bug in Compactor
+  kCancelled,           // stopped by a hook or by the caller
+  kUnavailable,         // a remote service did not answer usefully (retryable)
+  kInternal,            // a bug in Compactor
 };
 
 class [[nodiscard]] Status {
@@ -31,7 +31,9 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
   static Status Corruption(std::string m) { return {StatusCode::kCorruption, std::move(m)}; }
@@ -60,7 +62,7 @@ std::string_view StatusCodeName(StatusCode code);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -83,10 +85,10 @@ class [[nodiscard]] Result {
 #define COMPACTOR_CONCAT_(a, b) COMPACTOR_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function when `expr` (a Status) is not OK.
-#define RETURN_IF_ERROR(expr)                   \
-  do {                                          \
-    ::compactor::Status _st = (expr);           \
-    if (!_st.ok()) return _st;                  \
+#define RETURN_IF_ERROR(expr)         \
+  do {                                \
+    ::compactor::Status _st = (expr); \
+    if (!_st.ok()) return _st;        \
   } while (0)
 
 // Evaluates `rexpr` (a Result<T>); on error returns its Status, otherwise moves

@@ -1,0 +1,104 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "compactor/context.h"
+#include "compactor/estimate.h"
+
+namespace compactor::cli {
+namespace {
+
+struct TokensArgs {
+  std::string input;
+  std::string leaf;
+  bool text = false;
+  bool json = false;
+  bool strict = false;
+};
+
+}  // namespace
+
+void RegisterTokens(CLI::App& app) {
+  auto args = std::make_shared<TokensArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tokens",
+      "Token estimate (pi's chars/4 rule) of a session's context, or of raw text ('-' = stdin)");
+  cmd->add_option("FILE", args->input, "session file, or '-' to read raw text from stdin")
+      ->required();
+  cmd->add_flag("--text", args->text, "treat FILE as raw text even if it is a session");
+  cmd->add_option("--leaf", args->leaf,
+                  "measure the context of this entry instead of the file's leaf");
+  cmd->add_flag("--strict", args->strict, "treat a malformed session line as an error");
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->callback([args] {
+    nlohmann::ordered_json j;
+    std::string human;
+    if (args->input == "-" || args->text) {
+      std::string text;
+      if (args->input == "-") {
+        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      } else {
+        auto fb = Session::Open(args->input);  // only to reuse the error wording for missing files
+        FILE* f = std::fopen(args->input.c_str(), "rb");
+        if (!f) {
+          ExitCode() = Fail(fb.ok() ? Status::IoError(args->input + ": cannot open") : fb.status());
+          return;
+        }
+        char buf[1 << 16];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+        std::fclose(f);
+      }
+      int64_t units = Utf16Length(text);
+      int64_t tokens = (units + 3) / 4;
+      j["source"] = args->input == "-" ? "stdin" : args->input;
+      j["kind"] = "text";
+      j["bytes"] = text.size();
+      j["utf16Units"] = units;
+      j["tokens"] = tokens;
+      j["tokenizer"] = "estimate";
+      human = fmt::format("{} tokens (estimate: ceil({} UTF-16 units / 4), {} bytes)\n", tokens,
+                          units, text.size());
+    } else {
+      SessionArgs sa{args->input, args->strict, false};
+      auto loaded = LoadSession(sa);
+      if (!loaded.ok()) {
+        ExitCode() = Fail(loaded.status());
+        return;
+      }
+      ContextOptions options;
+      if (!args->leaf.empty()) options.leaf_id = args->leaf;
+      auto ctx = BuildSessionContext(**loaded, options);
+      if (!ctx.ok()) {
+        ExitCode() = Fail(ctx.status());
+        return;
+      }
+      ContextEstimate est = EstimateContextTokens(ctx->messages);
+      j["source"] = args->input;
+      j["kind"] = "session";
+      j["messages"] = ctx->messages.size();
+      j["tokens"] = est.tokens;
+      j["heuristicSum"] = est.heuristic_sum;
+      j["usageTokens"] = est.usage_tokens;
+      j["trailingTokens"] = est.trailing_tokens;
+      j["tokenizer"] = "estimate";
+      human = fmt::format(
+          "{} tokens in context ({} messages): last usage {} + {} estimated after it; chars/4 sum "
+          "{}\n",
+          est.tokens, ctx->messages.size(), est.usage_tokens, est.trailing_tokens,
+          est.heuristic_sum);
+    }
+    if (args->json) {
+      Print(j.dump() + "\n");
+    } else {
+      Print(human);
+    }
+  });
+}
+
+}  // namespace compactor::cli

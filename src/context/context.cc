@@ -1,0 +1,195 @@
+#include "compactor/context.h"
+
+#include <cmath>
+
+#include "compactor/js_json.h"
+
+namespace compactor {
+namespace {
+
+// Appends `,"key":<raw>` when the entry has the field (pi copies the value;
+// an absent field is undefined and JSON.stringify drops it).
+void AppendRawField(std::string& out, const Session& s, size_t index, std::string_view key,
+                    std::string_view as_key) {
+  std::string_view raw = s.FieldJson(index, key);
+  if (raw.empty()) return;
+  out += ",\"";
+  out += as_key;
+  out += "\":";
+  out += raw;
+}
+
+void AppendTimestamp(std::string& out, double ms) {
+  out += ",\"timestamp\":";
+  AppendJsNumber(out, ms);  // NaN (unparsable ISO time) prints null, as JSON.stringify does
+}
+
+ContextMessage FromEntry(const Session& s, size_t index) {
+  const Entry& e = s.entry(index);
+  ContextMessage m;
+  m.entry_index = index;
+  switch (e.type) {
+    case EntryType::kMessage:
+      m.role = e.role;
+      m.stored = s.MessageJson(index);
+      if (m.stored.empty()) m.owned = "null";  // a message entry without a message object
+      break;
+    case EntryType::kCustomMessage:
+      m.role = Role::kCustom;
+      m.owned = "{\"role\":\"custom\"";
+      AppendRawField(m.owned, s, index, "customType", "customType");
+      AppendRawField(m.owned, s, index, "content", "content");
+      AppendRawField(m.owned, s, index, "display", "display");
+      AppendRawField(m.owned, s, index, "details", "details");
+      AppendTimestamp(m.owned, e.timestamp_ms);
+      m.owned += "}";
+      break;
+    case EntryType::kBranchSummary:
+      m.role = Role::kBranchSummary;
+      m.owned = "{\"role\":\"branchSummary\"";
+      AppendRawField(m.owned, s, index, "summary", "summary");
+      AppendRawField(m.owned, s, index, "fromId", "fromId");
+      AppendTimestamp(m.owned, e.timestamp_ms);
+      m.owned += "}";
+      break;
+    case EntryType::kCompaction:
+      m.role = Role::kCompactionSummary;
+      m.owned = "{\"role\":\"compactionSummary\"";
+      AppendRawField(m.owned, s, index, "summary", "summary");
+      AppendRawField(m.owned, s, index, "tokensBefore", "tokensBefore");
+      AppendTimestamp(m.owned, e.timestamp_ms);
+      m.owned += "}";
+      break;
+    default:
+      break;
+  }
+  return m;
+}
+
+// pi's per-entry mapping (pi-session-format.md §8): which entries yield a message.
+bool YieldsMessage(const Entry& e) {
+  switch (e.type) {
+    case EntryType::kMessage:
+    case EntryType::kCustomMessage:
+      return true;
+    case EntryType::kBranchSummary:
+      return !e.summary_empty;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::string MakeCompactionSummaryJson(std::string_view summary, double tokens_before,
+                                      double timestamp_ms) {
+  std::string out = "{\"role\":\"compactionSummary\",\"summary\":";
+  AppendJsString(out, summary);
+  out += ",\"tokensBefore\":";
+  AppendJsNumber(out, tokens_before);
+  AppendTimestamp(out, timestamp_ms);
+  out += "}";
+  return out;
+}
+
+std::string MakeBranchSummaryJson(std::string_view summary, std::string_view from_id,
+                                  double timestamp_ms) {
+  std::string out = "{\"role\":\"branchSummary\",\"summary\":";
+  AppendJsString(out, summary);
+  out += ",\"fromId\":";
+  AppendJsString(out, from_id);
+  AppendTimestamp(out, timestamp_ms);
+  out += "}";
+  return out;
+}
+
+Result<SessionContext> BuildSessionContext(const Session& session, const ContextOptions& options) {
+  SessionContext ctx;
+  std::optional<size_t> leaf;
+  if (options.leaf_id) {
+    leaf = session.Find(*options.leaf_id);
+    if (!leaf) {
+      return Status::InvalidArgument(session.path() + ": no entry with id \"" + *options.leaf_id +
+                                     "\" (--leaf)");
+    }
+  } else {
+    leaf = session.Leaf();
+  }
+  if (!leaf) return ctx;
+  ctx.leaf_id = session.entry(*leaf).id;
+  ctx.path = session.PathTo(*leaf);
+
+  for (size_t k = 0; k < ctx.path.size(); ++k) {
+    const Entry& e = session.entry(ctx.path[k]);
+    switch (e.type) {
+      case EntryType::kThinkingLevelChange:
+        ctx.thinking_level = e.thinking_level;
+        break;
+      case EntryType::kModelChange:
+        ctx.model = ModelRef{e.provider, e.model};
+        break;
+      case EntryType::kMessage:
+        if (e.role == Role::kAssistant) ctx.model = ModelRef{e.provider, e.model};
+        break;
+      case EntryType::kCompaction:
+        ctx.compaction_path_index = k;
+        break;
+      default:
+        break;
+    }
+  }
+
+  auto emit = [&](size_t k) {
+    const Entry& e = session.entry(ctx.path[k]);
+    if (YieldsMessage(e)) ctx.messages.push_back(FromEntry(session, ctx.path[k]));
+  };
+  if (ctx.compaction_path_index) {
+    const size_t c = *ctx.compaction_path_index;
+    const Entry& comp = session.entry(ctx.path[c]);
+    ctx.messages.push_back(FromEntry(session, ctx.path[c]));
+    bool found = false;
+    for (size_t k = 0; k < c; ++k) {
+      const Entry& e = session.entry(ctx.path[k]);
+      if (!found && e.id == comp.first_kept_entry_id) found = true;
+      if (found) emit(k);
+    }
+    for (size_t k = c + 1; k < ctx.path.size(); ++k) emit(k);
+  } else {
+    for (size_t k = 0; k < ctx.path.size(); ++k) emit(k);
+  }
+  return ctx;
+}
+
+std::string ContextToJson(const SessionContext& ctx) {
+  size_t total = 128;
+  for (const ContextMessage& m : ctx.messages) total += m.json().size() + 1;
+  std::string out;
+  out.reserve(total);
+  out += "{\"leafId\":";
+  if (ctx.leaf_id) {
+    AppendJsString(out, *ctx.leaf_id);
+  } else {
+    out += "null";
+  }
+  out += ",\"messages\":[";
+  for (size_t i = 0; i < ctx.messages.size(); ++i) {
+    if (i) out.push_back(',');
+    out += ctx.messages[i].json();
+  }
+  out += "],\"thinkingLevel\":";
+  AppendJsString(out, ctx.thinking_level);
+  out += ",\"model\":";
+  if (ctx.model) {
+    out += "{\"provider\":";
+    AppendJsString(out, ctx.model->provider);
+    out += ",\"modelId\":";
+    AppendJsString(out, ctx.model->model_id);
+    out += "}";
+  } else {
+    out += "null";
+  }
+  out += "}";
+  return out;
+}
+
+}  // namespace compactor

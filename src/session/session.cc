@@ -1,0 +1,680 @@
+#include "compactor/session.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compactor/js_json.h"
+#include "util/file.h"
+#include "util/json_scan.h"
+#include "util/utf8.h"
+
+namespace compactor {
+
+std::string_view EntryTypeName(EntryType type) {
+  switch (type) {
+    case EntryType::kMessage:
+      return "message";
+    case EntryType::kThinkingLevelChange:
+      return "thinking_level_change";
+    case EntryType::kModelChange:
+      return "model_change";
+    case EntryType::kCompaction:
+      return "compaction";
+    case EntryType::kBranchSummary:
+      return "branch_summary";
+    case EntryType::kCustom:
+      return "custom";
+    case EntryType::kCustomMessage:
+      return "custom_message";
+    case EntryType::kLabel:
+      return "label";
+    case EntryType::kSessionInfo:
+      return "session_info";
+    case EntryType::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+EntryType EntryTypeFromName(std::string_view n) {
+  if (n == "message") return EntryType::kMessage;
+  if (n == "thinking_level_change") return EntryType::kThinkingLevelChange;
+  if (n == "model_change") return EntryType::kModelChange;
+  if (n == "compaction") return EntryType::kCompaction;
+  if (n == "branch_summary") return EntryType::kBranchSummary;
+  if (n == "custom") return EntryType::kCustom;
+  if (n == "custom_message") return EntryType::kCustomMessage;
+  if (n == "label") return EntryType::kLabel;
+  if (n == "session_info") return EntryType::kSessionInfo;
+  return EntryType::kUnknown;
+}
+
+// Files above this size give mapped pages back while they are scanned, so
+// resident memory does not grow with the file (the bytes stay readable).
+constexpr size_t kReleaseThreshold = 32u << 20;
+constexpr size_t kReleaseChunk = 8u << 20;
+
+std::string_view TrimRight(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool IsBlank(std::string_view s) {
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
+  return true;
+}
+
+}  // namespace
+
+std::string LoadWarning::ToString() const {
+  return file + ":" + std::to_string(line) + ": " + message;
+}
+
+struct Session::Impl {
+  std::string path;
+  internal::FileBytes file;
+  std::string owned;  // FromString contents (followed by padding)
+  const char* data = nullptr;
+  size_t size = 0;
+
+  SessionHeader header;
+  std::string_view header_raw;
+  std::vector<Entry> entries;
+  struct Span {
+    std::string_view line;              // the entry's JSON text (sanitized when needed)
+    uint32_t msg_off = 0, msg_len = 0;  // "message" value inside `line`
+  };
+  std::vector<Span> spans;
+  std::deque<std::string> side;  // owned text for sanitized lines and migrated messages
+  std::unordered_map<size_t, std::string_view> migrated_messages;
+  std::unordered_map<std::string_view, size_t> by_id;
+  std::unordered_map<std::string, std::string> labels;
+  std::optional<std::string> name;
+  bool migrated = false;
+  bool v1_ids = false;  // ids and parentIds were assigned by the v1 migration
+  std::vector<LoadWarning> warnings;
+  LoadOptions options;
+
+  void Warn(uint32_t line, std::string message) {
+    LoadWarning w{path, line, std::move(message)};
+    if (options.on_warning) options.on_warning(w);
+    warnings.push_back(std::move(w));
+  }
+
+  Status Load();
+  // Parses one line into `e`; returns false with `error` set when the line is not
+  // a usable JSON object.
+  struct HeaderFields {
+    double version = -1;
+    std::string cwd, parent_session;
+  };
+  bool ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span, HeaderFields* hf,
+                 bool* is_header, std::string* error, simdjson::ondemand::parser& parser);
+  void Migrate();
+  void Index();
+};
+
+namespace {
+
+bool GetString(simdjson::ondemand::value v, std::string* out) {
+  std::string_view sv;
+  if (v.get_string().get(sv)) return false;
+  out->assign(sv);
+  return true;
+}
+
+bool GetNumber(simdjson::ondemand::value v, double* out) {
+  simdjson::ondemand::number_type t;
+  if (v.get_number_type().get(t)) return false;
+  return !v.get_double().get(*out);
+}
+
+}  // namespace
+
+bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
+                              HeaderFields* hf, bool* is_header, std::string* error,
+                              simdjson::ondemand::parser& parser) {
+  thread_local simdjson::padded_string scratch;
+  simdjson::padded_string_view view;
+  if (padded_ok) {
+    view = simdjson::padded_string_view(line.data(), line.size(),
+                                        line.size() + simdjson::SIMDJSON_PADDING);
+  } else {
+    scratch = simdjson::padded_string(line);
+    view = scratch;
+  }
+  simdjson::ondemand::document doc;
+  if (auto err = parser.iterate(view).get(doc)) {
+    *error = simdjson::error_message(err);
+    return false;
+  }
+  simdjson::ondemand::object obj;
+  if (auto err = doc.get_object().get(obj)) {
+    *error = err == simdjson::INCORRECT_TYPE ? "not a JSON object" : simdjson::error_message(err);
+    return false;
+  }
+  *is_header = false;
+  bool has_type = false;
+  double first_kept_index = -1;
+  for (auto field_result : obj) {
+    simdjson::ondemand::field field;
+    if (auto err = std::move(field_result).get(field)) {
+      *error = simdjson::error_message(err);
+      return false;
+    }
+    std::string_view key;
+    if (auto err = field.unescaped_key().get(key)) {
+      *error = simdjson::error_message(err);
+      return false;
+    }
+    simdjson::ondemand::value v = field.value();
+    if (key == "type") {
+      has_type = GetString(v, &e->type_name);
+    } else if (key == "id") {
+      GetString(v, &e->id);
+    } else if (key == "parentId") {
+      GetString(v, &e->parent_id);  // null and non-strings read as "" (root)
+    } else if (key == "timestamp") {
+      GetString(v, &e->timestamp);
+    } else if (key == "message") {
+      simdjson::ondemand::json_type jt;
+      if (v.type().get(jt) || jt != simdjson::ondemand::json_type::object) {
+        continue;  // a non-object message has no role; it is kept verbatim
+      }
+      const char* start = v.raw_json_token().data();
+      simdjson::ondemand::object m;
+      if (auto err = v.get_object().get(m)) {
+        *error = simdjson::error_message(err);
+        return false;
+      }
+      for (auto mf_result : m) {
+        simdjson::ondemand::field mf;
+        if (auto err = std::move(mf_result).get(mf)) {
+          *error = simdjson::error_message(err);
+          return false;
+        }
+        std::string_view mk;
+        if (mf.unescaped_key().get(mk)) continue;
+        simdjson::ondemand::value mv = mf.value();
+        if (mk == "role") {
+          GetString(mv, &e->role_name);
+        } else if (mk == "provider") {
+          GetString(mv, &e->provider);
+        } else if (mk == "model") {
+          GetString(mv, &e->model);
+        } else if (mk == "stopReason") {
+          GetString(mv, &e->stop_reason);
+        } else if (mk == "usage") {
+          simdjson::ondemand::object u;
+          if (mv.get_object().get(u)) continue;
+          e->has_usage = true;
+          for (auto uf_result : u) {
+            simdjson::ondemand::field uf;
+            if (std::move(uf_result).get(uf)) break;
+            std::string_view uk;
+            if (uf.unescaped_key().get(uk)) continue;
+            double d = 0;
+            simdjson::ondemand::value uv = uf.value();
+            if (uk == "input" && GetNumber(uv, &d))
+              e->usage.input = d;
+            else if (uk == "output" && GetNumber(uv, &d))
+              e->usage.output = d;
+            else if (uk == "cacheRead" && GetNumber(uv, &d))
+              e->usage.cache_read = d;
+            else if (uk == "cacheWrite" && GetNumber(uv, &d))
+              e->usage.cache_write = d;
+            else if (uk == "totalTokens" && GetNumber(uv, &d))
+              e->usage.total_tokens = d;
+          }
+        }
+      }
+      const char* end = nullptr;
+      if (doc.current_location().get(end)) {
+        *error = "truncated message object";
+        return false;
+      }
+      std::string_view msg = TrimRight(std::string_view(start, static_cast<size_t>(end - start)));
+      // Offsets are relative to the parsed buffer, which is `line` or its padded copy.
+      span->msg_off = static_cast<uint32_t>(msg.data() - view.data());
+      span->msg_len = static_cast<uint32_t>(msg.size());
+    } else if (key == "thinkingLevel") {
+      GetString(v, &e->thinking_level);
+    } else if (key == "provider") {
+      GetString(v, &e->provider);
+    } else if (key == "modelId") {
+      GetString(v, &e->model);
+    } else if (key == "firstKeptEntryId") {
+      GetString(v, &e->first_kept_entry_id);
+    } else if (key == "firstKeptEntryIndex") {
+      GetNumber(v, &first_kept_index);
+    } else if (key == "tokensBefore") {
+      GetNumber(v, &e->tokens_before);
+    } else if (key == "summary") {
+      std::string_view s;
+      e->summary_empty = v.get_string().get(s) ? true : s.empty();
+    } else if (key == "fromId") {
+      GetString(v, &e->from_id);
+    } else if (key == "targetId") {
+      GetString(v, &e->target_id);
+    } else if (key == "label") {
+      e->has_label = GetString(v, &e->label);
+    } else if (key == "name") {
+      GetString(v, &e->name);
+    } else if (key == "fromHook") {
+      bool b = false;
+      if (!v.get_bool().get(b)) e->from_hook = b;
+    } else if (key == "version") {
+      GetNumber(v, &hf->version);
+    } else if (key == "cwd") {
+      GetString(v, &hf->cwd);
+    } else if (key == "parentSession") {
+      GetString(v, &hf->parent_session);
+    }
+  }
+  if (!has_type) {
+    *error = "entry has no \"type\"";
+    return false;
+  }
+  *is_header = e->type_name == "session";
+  e->type = EntryTypeFromName(e->type_name);
+  if (e->type == EntryType::kMessage) e->role = RoleFromName(e->role_name);
+  // v1 compactions point at a line index; Migrate() turns it into an id.
+  if (first_kept_index >= 0 && e->first_kept_entry_id.empty())
+    e->first_kept_entry_id = "#" + JsNumber(first_kept_index);
+  span->line = line;
+  return true;
+}
+
+Status Session::Impl::Load() {
+  simdjson::ondemand::parser parser;
+  size_t pos = 0;
+  uint32_t line_no = 0;
+  bool have_header = false;
+  size_t released = 0;
+  size_t last_progress = 0;
+  const bool release = size > kReleaseThreshold;
+  SessionHeader saved_header;
+  while (pos < size) {
+    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', size - pos));
+    size_t end = nl ? static_cast<size_t>(nl - data) : size;
+    ++line_no;
+    std::string_view line(data + pos, end - pos);
+    const bool last_line = nl == nullptr || end + 1 >= size;
+    const bool torn = nl == nullptr;
+    pos = end + 1;
+    if (options.on_progress && pos - last_progress > kReleaseChunk) {
+      options.on_progress(pos, size);
+      last_progress = pos;
+    }
+    if (release && pos - released > kReleaseChunk) {
+      file.Release(released, pos - released - 1);
+      released = pos - 1;
+    }
+    if (IsBlank(line)) continue;
+
+    Entry e;
+    Span span;
+    bool is_header = false;
+    std::string error;
+    HeaderFields hf;
+    bool padded_ok =
+        static_cast<size_t>(line.data() - data) + line.size() + simdjson::SIMDJSON_PADDING <=
+            size ||
+        !owned.empty();
+    bool ok = ParseLine(line, padded_ok, &e, &span, &hf, &is_header, &error, parser);
+    if (!ok && error.find("UTF-8") != std::string::npos) {
+      // Node decodes invalid bytes as U+FFFD before JSON.parse; do the same.
+      side.push_back(internal::ReplaceInvalidUtf8(line));
+      std::string& fixed = side.back();
+      fixed.reserve(fixed.size() + simdjson::SIMDJSON_PADDING);
+      line = fixed;
+      e = Entry();
+      span = Span();
+      hf = HeaderFields();
+      ok = ParseLine(line, false, &e, &span, &hf, &is_header, &error, parser);
+      if (ok) Warn(line_no, "invalid UTF-8 replaced by U+FFFD");
+    }
+    if (!ok && !have_header) {
+      // Nothing before the header can be skipped safely: this is not a session file.
+      return Status::Corruption(path + ":" + std::to_string(line_no) +
+                                ": not a pi session file (the first line is not a JSON header: " +
+                                error + ")");
+    }
+    if (!ok) {
+      std::string msg = "invalid JSON (" + error + ")";
+      if (torn && last_line) {
+        Warn(line_no, msg + " on the last line (a torn write?); line skipped");
+        continue;
+      }
+      if (options.strict)
+        return Status::Corruption(path + ":" + std::to_string(line_no) + ": " + msg);
+      Warn(line_no, msg + "; line skipped");
+      continue;
+    }
+    if (!have_header) {
+      if (!is_header || e.id.empty()) {
+        return Status::Corruption(path + ":" + std::to_string(line_no) +
+                                  ": not a pi session file (the first JSON line must be a "
+                                  "{\"type\":\"session\",\"id\":...} header)");
+      }
+      have_header = true;
+      header.version = hf.version < 1 ? 1 : static_cast<int>(hf.version);
+      header.cwd = hf.cwd;
+      header.parent_session = hf.parent_session;
+      header.id = e.id;
+      header.timestamp = e.timestamp;
+      header.line = line_no;
+      header_raw = line;
+      continue;
+    }
+    if (is_header) {
+      Warn(line_no, "a second session header; ignored as pi does");
+      continue;
+    }
+    e.line = line_no;
+    e.timestamp_ms = ParseIsoTimestampMs(e.timestamp);
+    entries.push_back(std::move(e));
+    spans.push_back(span);
+  }
+  if (!have_header) {
+    if (size == 0 || IsBlank(std::string_view(data, size)))
+      return Status::Corruption(path + ":1: empty file, not a pi session");
+    return Status::Corruption(path + ": no session header found");
+  }
+  if (release) file.Release(0, size);
+  Migrate();
+  Index();
+  return Status::Ok();
+}
+
+void Session::Impl::Migrate() {
+  if (header.version >= 3) {
+    // firstKeptEntryIndex means nothing in a v3 file; pi ignores it.
+    for (Entry& e : entries)
+      if (!e.first_kept_entry_id.empty() && e.first_kept_entry_id[0] == '#')
+        e.first_kept_entry_id.clear();
+    return;
+  }
+  migrated = true;
+  if (header.version < 2) {
+    v1_ids = true;
+    // Deterministic ids (pi draws random ones): the same v1 file always migrates
+    // to the same ids, so repeated runs agree.
+    std::unordered_set<std::string> used;
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    for (char c : header.id) state = (state ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+    std::string prev;
+    for (Entry& e : entries) {
+      std::string id;
+      do {
+        state ^= state >> 33;
+        state *= 0xff51afd7ed558ccdull;
+        state ^= state >> 33;
+        char buf[9];
+        std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(state & 0xffffffffu));
+        id = buf;
+        state += 0x9E3779B97F4A7C15ull;
+      } while (!used.insert(id).second);
+      e.id = id;
+      e.parent_id = prev;
+      prev = e.id;
+    }
+    // firstKeptEntryIndex counts parsed objects with the header at index 0.
+    for (Entry& e : entries) {
+      if (e.type != EntryType::kCompaction) continue;
+      if (e.first_kept_entry_id.empty() || e.first_kept_entry_id[0] != '#') continue;
+      double idx = std::strtod(e.first_kept_entry_id.c_str() + 1, nullptr);
+      e.first_kept_entry_id.clear();
+      if (idx >= 1 && idx == std::floor(idx) && static_cast<size_t>(idx) - 1 < entries.size())
+        e.first_kept_entry_id = entries[static_cast<size_t>(idx) - 1].id;
+    }
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Entry& e = entries[i];
+    if (e.type == EntryType::kMessage && e.role_name == "hookMessage") {
+      e.role_name = "custom";
+      e.role = Role::kCustom;
+      std::string_view msg = spans[i].line.substr(spans[i].msg_off, spans[i].msg_len);
+      side.push_back(internal::SetMember(msg, "role", "\"custom\""));
+      migrated_messages[i] = side.back();
+    }
+  }
+}
+
+void Session::Impl::Index() {
+  by_id.reserve(entries.size() * 2);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    if (e.id.empty()) {
+      Warn(e.line, "entry has no id; it cannot be a parent");
+      continue;
+    }
+    auto [it, inserted] = by_id.try_emplace(e.id, i);
+    if (!inserted) {
+      Warn(e.line, "duplicate entry id \"" + e.id + "\" (first on line " +
+                       std::to_string(entries[it->second].line) +
+                       "); the later entry wins as in pi");
+      it->second = i;
+    }
+  }
+  for (const Entry& e : entries) {
+    if (e.type == EntryType::kLabel) {
+      if (e.has_label && !e.label.empty()) {
+        labels[e.target_id] = e.label;
+      } else {
+        labels.erase(e.target_id);
+      }
+    } else if (e.type == EntryType::kSessionInfo) {
+      if (e.name.empty()) {
+        name.reset();
+      } else {
+        name = e.name;
+      }
+    }
+  }
+  // Cycle check: every walk must reach a root within size() steps.
+  std::vector<uint8_t> state(entries.size(), 0);  // 0 unknown, 1 on stack, 2 ok
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (state[i]) continue;
+    std::vector<size_t> stack;
+    size_t cur = i;
+    for (;;) {
+      if (state[cur] == 2) break;
+      if (state[cur] == 1) {
+        Warn(entries[cur].line,
+             "parentId cycle through entry \"" + entries[cur].id + "\"; walks stop there");
+        break;
+      }
+      state[cur] = 1;
+      stack.push_back(cur);
+      const Entry& e = entries[cur];
+      if (e.parent_id.empty() || e.parent_id == e.id) break;
+      auto it = by_id.find(e.parent_id);
+      if (it == by_id.end()) break;
+      cur = it->second;
+    }
+    for (size_t s : stack) state[s] = 2;
+  }
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::Open(const std::string& path,
+                                               const LoadOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->options = options;
+  ASSIGN_OR_RETURN(impl->file, internal::FileBytes::Open(path));
+  impl->data = impl->file.data();
+  impl->size = impl->file.size();
+  if (impl->size == 0) return Status::Corruption(path + ":1: empty file, not a pi session");
+  RETURN_IF_ERROR(impl->Load());
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+Result<std::unique_ptr<Session>> Session::FromString(std::string contents, std::string name,
+                                                     const LoadOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = std::move(name);
+  impl->options = options;
+  impl->owned = std::move(contents);
+  const size_t n = impl->owned.size();
+  impl->owned.append(simdjson::SIMDJSON_PADDING, ' ');
+  impl->data = impl->owned.data();
+  impl->size = n;
+  if (n == 0) return Status::Corruption(impl->path + ":1: empty input, not a pi session");
+  RETURN_IF_ERROR(impl->Load());
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const std::string& Session::path() const { return impl_->path; }
+const SessionHeader& Session::header() const { return impl_->header; }
+bool Session::migrated() const { return impl_->migrated; }
+const std::vector<LoadWarning>& Session::warnings() const { return impl_->warnings; }
+size_t Session::size() const { return impl_->entries.size(); }
+const Entry& Session::entry(size_t index) const { return impl_->entries[index]; }
+const std::vector<Entry>& Session::entries() const { return impl_->entries; }
+
+std::optional<size_t> Session::Find(std::string_view id) const {
+  auto it = impl_->by_id.find(id);
+  if (it == impl_->by_id.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<size_t> Session::Leaf() const {
+  if (impl_->entries.empty()) return std::nullopt;
+  return impl_->entries.size() - 1;
+}
+
+std::vector<size_t> Session::PathTo(size_t leaf) const {
+  const size_t n = impl_->entries.size();
+  std::vector<size_t> path;
+  size_t cur = leaf;
+  for (;;) {
+    path.push_back(cur);
+    if (path.size() > n) {
+      // A parentId cycle (reported at load): stop at the first repeated entry.
+      std::unordered_set<size_t> seen;
+      size_t keep = 0;
+      while (keep < path.size() && seen.insert(path[keep]).second) ++keep;
+      path.resize(keep);
+      break;
+    }
+    const Entry& e = impl_->entries[cur];
+    if (e.parent_id.empty() || e.parent_id == e.id) break;
+    auto it = impl_->by_id.find(e.parent_id);
+    if (it == impl_->by_id.end() || it->second == cur) break;
+    cur = it->second;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+std::vector<std::vector<size_t>> Session::Children() const {
+  std::vector<std::vector<size_t>> children(impl_->entries.size());
+  for (size_t i = 0; i < impl_->entries.size(); ++i) {
+    const Entry& e = impl_->entries[i];
+    if (e.parent_id.empty() || e.parent_id == e.id) continue;
+    auto it = impl_->by_id.find(e.parent_id);
+    if (it != impl_->by_id.end() && it->second != i) children[it->second].push_back(i);
+  }
+  return children;
+}
+
+std::vector<size_t> Session::Roots() const {
+  std::vector<size_t> roots;
+  for (size_t i = 0; i < impl_->entries.size(); ++i) {
+    const Entry& e = impl_->entries[i];
+    if (e.parent_id.empty() || e.parent_id == e.id || !impl_->by_id.count(e.parent_id))
+      roots.push_back(i);
+  }
+  return roots;
+}
+
+std::optional<std::string> Session::LabelOf(std::string_view id) const {
+  auto it = impl_->labels.find(std::string(id));
+  if (it == impl_->labels.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> Session::Name() const { return impl_->name; }
+
+std::string_view Session::MessageJson(size_t index) const {
+  auto it = impl_->migrated_messages.find(index);
+  if (it != impl_->migrated_messages.end()) return it->second;
+  const Impl::Span& s = impl_->spans[index];
+  return s.line.substr(s.msg_off, s.msg_len);
+}
+
+std::string_view Session::FieldJson(size_t index, std::string_view key) const {
+  return internal::FindMember(impl_->spans[index].line, key);
+}
+
+std::optional<std::string> Session::StringField(size_t index, std::string_view key) const {
+  std::string_view raw = FieldJson(index, key);
+  if (raw.size() < 2 || raw[0] != '"') return std::nullopt;
+  std::string padded(raw);
+  simdjson::dom::parser parser;
+  std::string_view sv;
+  if (parser.parse(padded).get_string().get(sv)) return std::nullopt;
+  return std::string(sv);
+}
+
+std::string Session::EntryJson(size_t index) const {
+  const Impl::Span& s = impl_->spans[index];
+  const Entry& e = impl_->entries[index];
+  if (!impl_->migrated) return std::string(s.line);
+  std::string out(TrimRight(s.line));
+  auto mm = impl_->migrated_messages.find(index);
+  if (mm != impl_->migrated_messages.end()) out = internal::SetMember(out, "message", mm->second);
+  if (impl_->v1_ids) {
+    const bool had_index =
+        e.type == EntryType::kCompaction && !FieldJson(index, "firstKeptEntryIndex").empty();
+    if (had_index) out = internal::RemoveMember(out, "firstKeptEntryIndex");
+    std::string id_json, parent_json;
+    AppendJsString(id_json, e.id);
+    if (e.parent_id.empty()) {
+      parent_json = "null";
+    } else {
+      AppendJsString(parent_json, e.parent_id);
+    }
+    out = internal::SetMember(internal::RemoveMember(out, "id"), "id", id_json);
+    out = internal::SetMember(internal::RemoveMember(out, "parentId"), "parentId", parent_json);
+    if (had_index && !e.first_kept_entry_id.empty()) {
+      std::string fk;
+      AppendJsString(fk, e.first_kept_entry_id);
+      out = internal::SetMember(out, "firstKeptEntryId", fk);
+    }
+  }
+  return out;
+}
+
+std::string Session::HeaderJson() const {
+  std::string out(TrimRight(impl_->header_raw));
+  if (impl_->migrated) out = internal::SetMember(out, "version", "3");
+  return out;
+}
+
+std::string Session::ToV3Jsonl() const {
+  std::string out = HeaderJson();
+  out.push_back('\n');
+  for (size_t i = 0; i < impl_->entries.size(); ++i) {
+    out += TrimRight(EntryJson(i));
+    out.push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace compactor

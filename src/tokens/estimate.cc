@@ -1,0 +1,238 @@
+#include "compactor/estimate.h"
+
+#include <simdjson.h>
+
+#include <cmath>
+
+#include "compactor/js_json.h"
+#include "util/utf8.h"
+
+namespace compactor {
+
+int64_t Utf16Length(std::string_view utf8) {
+  if (internal::IsValidUtf8(utf8)) return internal::Utf16LengthValid(utf8);
+  return internal::Utf16LengthValid(internal::ReplaceInvalidUtf8(utf8));
+}
+
+namespace {
+
+// Per-category character counts of one message, gathered in one forward pass
+// so that field order does not matter.
+struct Counts {
+  std::string_view role;
+  bool content_is_string = false;
+  int64_t content_string = 0;
+  int64_t text = 0, thinking = 0, tool_calls = 0, images = 0;
+  int64_t command = 0, output = 0, summary = 0;
+};
+
+int64_t StringTokenLength(simdjson::ondemand::value v) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t) || t != simdjson::ondemand::json_type::string) return 0;
+  int64_t n = internal::JsonStringTokenUtf16Length(v.raw_json_token());
+  return n < 0 ? 0 : n;
+}
+
+void CountBlock(simdjson::ondemand::object block, Counts* c) {
+  std::string_view type;
+  int64_t text = 0, thinking = 0, name = 0, args = 0;
+  for (auto f : block) {
+    std::string_view key;
+    if (f.unescaped_key().get(key)) return;
+    simdjson::ondemand::value v = f.value();
+    if (key == "type") {
+      if (v.get_string().get(type)) type = {};
+    } else if (key == "text") {
+      text = StringTokenLength(v);
+    } else if (key == "thinking") {
+      thinking = StringTokenLength(v);
+    } else if (key == "name") {
+      name = StringTokenLength(v);
+    } else if (key == "arguments") {
+      std::string_view raw;
+      simdjson::ondemand::json_type t;
+      if (v.type().get(t)) continue;
+      if (t == simdjson::ondemand::json_type::object || t == simdjson::ondemand::json_type::array) {
+        if (t == simdjson::ondemand::json_type::object) {
+          simdjson::ondemand::object o;
+          if (v.get_object().get(o) || o.raw_json().get(raw)) continue;
+        } else {
+          simdjson::ondemand::array a;
+          if (v.get_array().get(a) || a.raw_json().get(raw)) continue;
+        }
+      } else {
+        raw = v.raw_json_token();
+      }
+      auto len = JsCanonicalLength(raw);
+      args = len.ok() ? *len : static_cast<int64_t>(raw.size());
+    }
+  }
+  if (type == "text")
+    c->text += text;
+  else if (type == "thinking")
+    c->thinking += thinking;
+  else if (type == "toolCall")
+    c->tool_calls += name + args;
+  else if (type == "image")
+    c->images += 1;
+}
+
+bool CountMessage(std::string_view json, Counts* c, std::string* role_storage) {
+  thread_local simdjson::ondemand::parser parser;
+  thread_local simdjson::padded_string buffer;
+  if (buffer.size() < json.size()) buffer = simdjson::padded_string(json.size() * 2 + 64);
+  std::memcpy(buffer.data(), json.data(), json.size());
+  simdjson::ondemand::document doc;
+  if (parser.iterate(buffer.data(), json.size(), buffer.size() + simdjson::SIMDJSON_PADDING)
+          .get(doc))
+    return false;
+  simdjson::ondemand::object obj;
+  if (doc.get_object().get(obj)) return false;
+  for (auto f : obj) {
+    std::string_view key;
+    if (f.unescaped_key().get(key)) return false;
+    simdjson::ondemand::value v = f.value();
+    if (key == "role") {
+      std::string_view r;
+      if (!v.get_string().get(r)) role_storage->assign(r);
+    } else if (key == "content") {
+      simdjson::ondemand::json_type t;
+      if (v.type().get(t)) continue;
+      if (t == simdjson::ondemand::json_type::string) {
+        c->content_is_string = true;
+        c->content_string = StringTokenLength(v);
+      } else if (t == simdjson::ondemand::json_type::array) {
+        simdjson::ondemand::array arr;
+        if (v.get_array().get(arr)) continue;
+        for (auto item : arr) {
+          simdjson::ondemand::object block;
+          if (item.get_object().get(block)) continue;
+          CountBlock(block, c);
+        }
+      }
+    } else if (key == "command") {
+      c->command = StringTokenLength(v);
+    } else if (key == "output") {
+      c->output = StringTokenLength(v);
+    } else if (key == "summary") {
+      c->summary = StringTokenLength(v);
+    }
+  }
+  c->role = *role_storage;
+  return true;
+}
+
+int64_t CeilDiv4(int64_t chars) { return (chars + 3) / 4; }
+
+}  // namespace
+
+int64_t EstimateMessageTokens(std::string_view message_json) {
+  Counts c;
+  std::string role;
+  if (!CountMessage(message_json, &c, &role)) return 0;
+  int64_t chars = 0;
+  switch (RoleFromName(c.role)) {
+    case Role::kUser:
+      chars = c.content_is_string ? c.content_string : c.text;
+      break;
+    case Role::kAssistant:
+      chars = c.text + c.thinking + c.tool_calls;
+      break;
+    case Role::kToolResult:
+    case Role::kCustom:
+      chars = c.content_is_string ? c.content_string : c.text + c.images * kImageEstimateChars;
+      break;
+    case Role::kBashExecution:
+      chars = c.command + c.output;
+      break;
+    case Role::kBranchSummary:
+    case Role::kCompactionSummary:
+      chars = c.summary;
+      break;
+    case Role::kOther:
+      return 0;
+  }
+  return CeilDiv4(chars);
+}
+
+int64_t EstimateMessageTokens(const Message& m) {
+  auto blocks = [&](bool images) {
+    int64_t n = 0;
+    for (const ContentBlock& b : m.content) {
+      if (b.kind == ContentBlock::Kind::kText) n += Utf16Length(b.text);
+      if (images && b.kind == ContentBlock::Kind::kImage) n += kImageEstimateChars;
+    }
+    return n;
+  };
+  int64_t chars = 0;
+  switch (m.role) {
+    case Role::kUser:
+      chars = m.content_is_string ? Utf16Length(m.content_string) : blocks(false);
+      break;
+    case Role::kAssistant:
+      for (const ContentBlock& b : m.content) {
+        if (b.kind == ContentBlock::Kind::kText || b.kind == ContentBlock::Kind::kThinking)
+          chars += Utf16Length(b.text);
+        if (b.kind == ContentBlock::Kind::kToolCall)
+          chars += Utf16Length(b.tool_name) + Utf16Length(b.arguments_json);
+      }
+      break;
+    case Role::kToolResult:
+    case Role::kCustom:
+      chars = m.content_is_string ? Utf16Length(m.content_string) : blocks(true);
+      break;
+    case Role::kBashExecution:
+      chars = Utf16Length(m.command) + Utf16Length(m.output);
+      break;
+    case Role::kBranchSummary:
+    case Role::kCompactionSummary:
+      chars = Utf16Length(m.summary);
+      break;
+    case Role::kOther:
+      return 0;
+  }
+  return CeilDiv4(chars);
+}
+
+double CalculateContextTokens(const Usage& u) {
+  if (u.total_tokens != 0 && !std::isnan(u.total_tokens)) return u.total_tokens;
+  return u.input + u.output + u.cache_read + u.cache_write;
+}
+
+namespace {
+
+// A valid usage: an assistant that is neither aborted nor errored and has usage.
+bool ValidUsage(std::string_view json, Usage* usage) {
+  auto parsed = ParseMessage(json);
+  if (!parsed.ok()) return false;
+  const Message& m = *parsed;
+  if (m.role != Role::kAssistant || !m.usage) return false;
+  if (m.stop_reason == "aborted" || m.stop_reason == "error") return false;
+  *usage = *m.usage;
+  return true;
+}
+
+}  // namespace
+
+ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages) {
+  ContextEstimate est;
+  std::vector<int64_t> per(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    per[i] = EstimateMessageTokens(messages[i].json());
+    est.heuristic_sum += per[i];
+  }
+  for (size_t i = messages.size(); i-- > 0;) {
+    if (messages[i].role != Role::kAssistant) continue;
+    Usage u;
+    if (!ValidUsage(messages[i].json(), &u)) continue;
+    est.last_usage_index = i;
+    est.usage_tokens = CalculateContextTokens(u);
+    break;
+  }
+  size_t from = est.last_usage_index ? *est.last_usage_index + 1 : 0;
+  for (size_t i = from; i < messages.size(); ++i) est.trailing_tokens += per[i];
+  est.tokens = est.usage_tokens + static_cast<double>(est.trailing_tokens);
+  return est;
+}
+
+}  // namespace compactor

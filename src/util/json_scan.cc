@@ -1,0 +1,131 @@
+#include "util/json_scan.h"
+
+#include "compactor/js_json.h"
+
+namespace compactor::internal {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+size_t SkipSpace(std::string_view s, size_t i) {
+  while (i < s.size() && IsSpace(s[i])) ++i;
+  return i;
+}
+
+// i at an opening quote; returns one past the closing quote.
+size_t SkipString(std::string_view s, size_t i) {
+  ++i;
+  while (i < s.size()) {
+    if (s[i] == '\\') {
+      i += 2;
+    } else if (s[i] == '"') {
+      return i + 1;
+    } else {
+      ++i;
+    }
+  }
+  return s.size();
+}
+
+// i at the first byte of a value; returns one past its last byte.
+size_t SkipValue(std::string_view s, size_t i) {
+  if (i >= s.size()) return i;
+  char c = s[i];
+  if (c == '"') return SkipString(s, i);
+  if (c == '{' || c == '[') {
+    int depth = 0;
+    while (i < s.size()) {
+      char d = s[i];
+      if (d == '"') {
+        i = SkipString(s, i);
+        continue;
+      }
+      if (d == '{' || d == '[') ++depth;
+      if (d == '}' || d == ']') {
+        --depth;
+        if (depth == 0) return i + 1;
+      }
+      ++i;
+    }
+    return i;
+  }
+  while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && !IsSpace(s[i])) ++i;
+  return i;
+}
+
+}  // namespace
+
+std::vector<JsonMember> ScanObjectMembers(std::string_view s) {
+  std::vector<JsonMember> out;
+  size_t i = SkipSpace(s, 0);
+  if (i >= s.size() || s[i] != '{') return out;
+  i = SkipSpace(s, i + 1);
+  while (i < s.size() && s[i] == '"') {
+    JsonMember m;
+    m.key_begin = i;
+    size_t kend = SkipString(s, i);
+    m.raw_key = s.substr(i + 1, kend - i - 2);
+    i = SkipSpace(s, kend);
+    if (i >= s.size() || s[i] != ':') break;
+    i = SkipSpace(s, i + 1);
+    m.value_begin = i;
+    m.value_end = SkipValue(s, i);
+    out.push_back(m);
+    i = SkipSpace(s, m.value_end);
+    if (i < s.size() && s[i] == ',') i = SkipSpace(s, i + 1);
+  }
+  return out;
+}
+
+std::string_view FindMember(std::string_view json, std::string_view key) {
+  std::string_view found;
+  for (const JsonMember& m : ScanObjectMembers(json)) {
+    if (m.raw_key == key) found = json.substr(m.value_begin, m.value_end - m.value_begin);
+  }
+  return found;
+}
+
+std::string RemoveMember(std::string_view json, std::string_view key) {
+  std::vector<JsonMember> members = ScanObjectMembers(json);
+  std::string out;
+  size_t copied = 0;
+  for (size_t k = 0; k < members.size(); ++k) {
+    if (members[k].raw_key != key) continue;
+    // Remove "key":value plus the comma that joins it to a neighbour.
+    size_t begin = members[k].key_begin, end = members[k].value_end;
+    if (k + 1 < members.size()) {
+      end = members[k + 1].key_begin;
+    } else if (k > 0) {
+      begin = members[k - 1].value_end;
+    }
+    if (begin < copied) begin = copied;
+    out.append(json.substr(copied, begin - copied));
+    copied = end;
+  }
+  out.append(json.substr(copied));
+  return out;
+}
+
+std::string SetMember(std::string_view json, std::string_view key, std::string_view raw_value) {
+  std::vector<JsonMember> members = ScanObjectMembers(json);
+  for (size_t k = members.size(); k-- > 0;) {
+    if (members[k].raw_key == key) {
+      std::string out(json.substr(0, members[k].value_begin));
+      out += raw_value;
+      out += json.substr(members[k].value_end);
+      return out;
+    }
+  }
+  size_t close = json.rfind('}');
+  if (close == std::string_view::npos) return std::string(json);
+  std::string out(json.substr(0, close));
+  while (!out.empty() && IsSpace(out.back())) out.pop_back();
+  if (!members.empty()) out.push_back(',');
+  AppendJsString(out, key);
+  out.push_back(':');
+  out += raw_value;
+  out += json.substr(close);
+  return out;
+}
+
+}  // namespace compactor::internal

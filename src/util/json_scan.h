@@ -1,0 +1,36 @@
+// A minimal scanner over JSON text that is already known to be valid: it finds
+// the members of the outermost object with their exact byte spans, so entries
+// can be edited (migration) or echoed without re-serializing anything else.
+#ifndef COMPACTOR_SRC_UTIL_JSON_SCAN_H_
+#define COMPACTOR_SRC_UTIL_JSON_SCAN_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compactor::internal {
+
+struct JsonMember {
+  std::string_view raw_key;  // the key token without quotes, still escaped
+  size_t key_begin = 0;      // offset of the key's opening quote
+  size_t value_begin = 0;    // offset of the first byte of the value
+  size_t value_end = 0;      // one past the last byte of the value
+};
+
+// Members of the object `json` (leading/trailing whitespace allowed). Returns
+// an empty vector when `json` is not an object.
+std::vector<JsonMember> ScanObjectMembers(std::string_view json);
+
+// The raw value of member `key` (compared with the escaped key text), or an
+// empty view. With duplicate keys the last one wins, as in JSON.parse.
+std::string_view FindMember(std::string_view json, std::string_view key);
+
+// `json` with member `key` removed (all occurrences).
+std::string RemoveMember(std::string_view json, std::string_view key);
+// `json` with the value of member `key` replaced (last occurrence), or the
+// member appended at the end when absent. `raw_value` is JSON text.
+std::string SetMember(std::string_view json, std::string_view key, std::string_view raw_value);
+
+}  // namespace compactor::internal
+
+#endif  // COMPACTOR_SRC_UTIL_JSON_SCAN_H_

@@ -1,0 +1,48 @@
+// UTF-8 helpers shared by the reader, the estimator and the JSON writer.
+#ifndef COMPACTOR_SRC_UTIL_UTF8_H_
+#define COMPACTOR_SRC_UTIL_UTF8_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace compactor::internal {
+
+bool IsValidUtf8(std::string_view s);
+
+// Replaces every invalid sequence by U+FFFD the way Node's UTF-8 decoder
+// (WHATWG "maximal subpart") does, so that lines with broken bytes read as pi
+// reads them.
+std::string ReplaceInvalidUtf8(std::string_view s);
+
+// JavaScript string length (UTF-16 code units) of a valid UTF-8 string.
+inline int64_t Utf16LengthValid(std::string_view s) {
+  int64_t n = 0;
+  for (unsigned char c : s) {
+    n += (c & 0xC0) != 0x80;  // one unit per code point...
+    n += c >= 0xF0;           // ...two for code points above U+FFFF
+  }
+  return n;
+}
+
+// UTF-16 length of the value of a JSON string token, without unescaping.
+// `token` starts at the opening quote. Each escape counts as one unit (a
+// \uXXXX escape is one UTF-16 unit, so surrogate pairs count two as in JS).
+// Returns -1 when the token is not a well-formed string.
+int64_t JsonStringTokenUtf16Length(std::string_view token);
+
+// Appends the UTF-8 encoding of a code point.
+void AppendUtf8(std::string& out, uint32_t cp);
+
+}  // namespace compactor::internal
+
+#endif  // COMPACTOR_SRC_UTIL_UTF8_H_
+
+namespace compactor::internal {
+// Replaces JSON escapes of unpaired UTF-16 surrogates (\ud83d without its low
+// half, which JavaScript writes when a string was cut inside an emoji) by
+// \ufffd. The result has the same length, so byte offsets stay valid. Parsers
+// that reject lone surrogates (simdjson, nlohmann) can then read the text.
+std::string ReplaceLoneSurrogateEscapes(std::string_view json);
+bool HasLoneSurrogateEscape(std::string_view json);
+}  // namespace compactor::internal
