@@ -615,7 +615,10 @@ class OracleConformance : public ::testing::Test {
       CliOutput out = RunCli(ContextArgs(c.file, c.leaf));
       ++checked;
       if (out.result.exit_code != 0 || !out.json) {
-        ADD_FAILURE() << c.Label() << ":\n" << Describe(out);
+        ADD_FAILURE() << c.Label() << ":\n"
+                      << Describe(out) << "\npi reads this file: leafId "
+                      << Abbreviate(oracle.at("leafId")) << ", "
+                      << oracle.at("contextMessages").size() << " context messages";
         continue;
       }
       std::vector<std::string> diffs = CompareContext(oracle, *out.json, c.compare_leaf_id);

@@ -472,6 +472,65 @@ const ts = (i) => new RealDate(RealDate.parse("2026-04-01T08:00:00.000Z") + i * 
 	]);
 	hw("v3-invalid-utf8.jsonl", "invalid UTF-8 sequences inside a text (Node reads them as U+FFFD)", badUtf8, [{ id: null, why: "file leaf" }]);
 	hw("v3-header-only.jsonl", "a header and no entries", `${baseLines[0]}\n`, [{ id: null, why: "empty session" }]);
+	// A UTF-8 byte order mark: JavaScript's trim() removes U+FEFF, so pi reads the file normally.
+	hw("v3-bom.jsonl", "file starts with a UTF-8 byte order mark", `\uFEFF${base}`, leaves());
+	// Optional fields left out, as older pi versions and extensions write them: synthesized messages then lack
+	// the key (JSON.stringify drops undefined).
+	const H = (o) => J(o);
+	const fe = [
+		baseLines[0],
+		H({ type: "message", id: "fe000001", timestamp: ts(90), message: userText("parentId key absent (root)") }),
+		H({ type: "compaction", id: "fe000002", parentId: "fe000001", timestamp: ts(91), summary: "compaction without tokensBefore", firstKeptEntryId: "fe000001" }),
+		H({ type: "branch_summary", id: "fe000003", parentId: "fe000002", timestamp: ts(92), summary: "branch summary without fromId" }),
+		H({ type: "custom_message", customType: "bare", content: "custom message without display or details", id: "fe000004", parentId: "fe000003", timestamp: ts(93) }),
+		H({ type: "model_change", id: "fe000005", parentId: "fe000004", timestamp: ts(94), provider: "openrouter" }),
+		H({
+			type: "message",
+			id: "fe000006",
+			parentId: "fe000005",
+			timestamp: ts(95),
+			message: {
+				role: "assistant",
+				content: [{ type: "text", text: "" }, { type: "toolCall", id: "s1", name: "bash", arguments: "ls -la" }, { type: "server_tool_use", name: "web", input: { q: "x" } }, { type: "image", data: "AAAA", mimeType: "image/png" }],
+				api: "x",
+				provider: "p",
+				model: "m",
+				usage: usage(10, 1),
+				timestamp: mts(),
+			},
+		}),
+		`${H({ type: "message", id: "fe000007", parentId: "fe000006", timestamp: ts(96), message: { role: "toolResult", toolCallId: "s1", toolName: "bash", content: [{ type: "text" }, { type: "text", text: "" }, IMG], isError: false, timestamp: mts() } })}   \t`,
+		H({ type: "message", id: "fe000008", parentId: "fe000007", timestamp: ts(97), message: { role: "custom", customType: "stored-custom", content: [IMG, text("stored custom role")], display: true, timestamp: mts() } }),
+	];
+	hw("v3-missing-fields.jsonl", "optional fields absent: parentId key, tokensBefore, fromId, display/details, modelId; text blocks without text (tool result), string tool arguments, unknown block types, trailing whitespace after a line, a stored custom-role message", `${fe.join("\n")}\n`, [
+		{ id: null, why: "file leaf" },
+		{ id: "fe000002", why: "compaction without tokensBefore" },
+		{ id: "fe000003", why: "branch summary without fromId" },
+		{ id: "fe000004", why: "custom message without display/details" },
+		{ id: "fe000006", why: "assistant with odd blocks" },
+	]);
+	// Entry timestamps in other ISO forms (synthesized messages carry Date.parse of them; unparsable -> null)
+	const tsForms = [
+		["2026-04-01T10:00:00+02:00", "offset +02:00"],
+		["2026-04-01T08:00:00.5Z", "one fractional digit"],
+		["2026-04-01T08:00:00Z", "no milliseconds"],
+		["2026-04-01", "date only (UTC)"],
+		["1999-12-31T23:59:59.999-05:30", "negative offset with minutes"],
+		["not a date", "unparsable"],
+		[1767000000000, "a number of ms instead of a string (new Date(number) in pi)"],
+	];
+	const tl = [baseLines[0]];
+	let prev = null;
+	const tsLeaves = [{ id: null, why: "file leaf" }];
+	tsForms.forEach(([t, why], i) => {
+		const id = `ts00000${i}`;
+		const e = i % 2 === 0 ? { type: "custom_message", customType: "ts", content: `timestamp ${t}`, display: true, id, parentId: prev, timestamp: t } : { type: "branch_summary", id, parentId: prev, timestamp: t, fromId: prev, summary: `timestamp ${t}` };
+		tl.push(J(e));
+		tsLeaves.push({ id, why });
+		prev = id;
+	});
+	tl.push(J({ type: "compaction", id: "ts000099", parentId: prev, timestamp: "2026-04-01T08:00:00.000+00:00", summary: "compaction with +00:00 timestamp", firstKeptEntryId: "ts000000", tokensBefore: 1 }));
+	hw("v3-timestamps.jsonl", "entry timestamps in other ISO-8601 forms, an unparsable one (null in pi's output) and a number", `${tl.join("\n")}\n`, tsLeaves);
 }
 
 writeFileSync(join(outDir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
