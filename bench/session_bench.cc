@@ -166,7 +166,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& reports) override {
     ConsoleReporter::ReportRuns(reports);
     for (const Run& run : reports) {
-      if (!run.error_occurred) ms_[run.benchmark_name()] = run.GetAdjustedRealTime();
+      if (run.error_occurred) continue;
+      // "BM_X/real_time" -> "BM_X"
+      std::string name = run.benchmark_name();
+      name = name.substr(0, name.find('/'));
+      ms_[name] = run.GetAdjustedRealTime();
     }
   }
 
@@ -178,7 +182,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     double mb = static_cast<double>(g_bytes) / 1e6;
     std::printf("\nfile: %s (%.1f MB)\n", g_path.c_str(), mb);
     for (const auto& [name, ms] : ms_) {
-      std::printf("  %-32s %9.2f ms  %8.1f MB/s\n", name.c_str(), ms,
+      std::printf("  %-30s %9.2f ms  %8.1f MB/s\n", name.c_str(), ms,
                   ms > 0 ? mb / (ms / 1e3) : 0.0);
     }
     double base = get("BM_SimdjsonLoadParseMany");

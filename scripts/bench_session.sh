@@ -47,24 +47,28 @@ for kind in compactions no-compactions; do
 done
 
 # ---- 2./3. whole-process time and peak RSS
-# measure N CMD...: prints "median_ms max_rss_kb"; stdout of CMD is discarded.
+# measure N CMD...: prints "median_wall_ms median_cpu_ms max_rss_kb"; stdout of CMD is discarded.
+# CPU = user + sys from GNU time (10 ms resolution); it is the steadier figure on a busy machine.
 measure() {
   local n=$1; shift
-  local times=() rss=0 t0 t1 kb
-  local rss_file
-  rss_file=$(mktemp)
+  local walls=() cpus=() rss=0 t0 t1 kb u s
+  local stat_file
+  stat_file=$(mktemp)
   for ((i = 0; i < n; i++)); do
     t0=$(date +%s%N)
-    /usr/bin/time -f %M -o "$rss_file" "$@" >/dev/null
+    /usr/bin/time -f '%U %S %M' -o "$stat_file" "$@" >/dev/null
     t1=$(date +%s%N)
-    times+=($(((t1 - t0) / 1000)))
-    kb=$(tail -n 1 "$rss_file")
+    walls+=($(((t1 - t0) / 1000)))
+    read -r u s kb < <(tail -n 1 "$stat_file")
+    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN {printf "%d", (u + s) * 1e6}')")
     ((kb > rss)) && rss=$kb
   done
-  rm -f "$rss_file"
-  local median
-  median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f", m/1000}')
-  echo "$median $rss"
+  rm -f "$stat_file"
+  echo "$(median_ms "${walls[@]}") $(median_ms "${cpus[@]}") $rss"
+}
+# median_ms MICROSECONDS...
+median_ms() {
+  printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f", m/1000}'
 }
 
 # Warm the page cache and pi's module cache once, so the first timed run is not an outlier.
@@ -75,22 +79,23 @@ done
 
 table=$(mktemp)
 {
-  echo "| session | size | compactor context | pi harness (--messages full) | speedup | compactor peak RSS | RSS / file size | pi peak RSS |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| session | size | compactor wall | pi wall | speedup (wall) | compactor CPU | pi CPU | speedup (CPU) | compactor peak RSS | RSS / file size | pi peak RSS |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >"$table"
 for f in "${files[@]}"; do
   bytes=$(stat -L -c %s "$f")
-  read -r c_ms c_kb < <(measure "$runs" "$compactor" context "$f" --json)
-  read -r p_ms p_kb < <(measure "$pi_runs" "$oracle" harness.mjs "$f" --messages full)
-  awk -v name="$(basename "$f")" -v bytes="$bytes" -v cms="$c_ms" -v ckb="$c_kb" -v pms="$p_ms" -v pkb="$p_kb" 'BEGIN {
-    mb = bytes / 1e6
-    printf "| %s | %.1f MB | %.1f ms | %.1f ms | %.1fx | %.1f MB | %.2fx | %.1f MB |\n",
-      name, mb, cms, pms, pms / cms, ckb * 1024 / 1e6, ckb * 1024 / bytes, pkb * 1024 / 1e6
+  read -r c_ms c_cpu c_kb < <(measure "$runs" "$compactor" context "$f" --json)
+  read -r p_ms p_cpu p_kb < <(measure "$pi_runs" "$oracle" harness.mjs "$f" --messages full)
+  awk -v name="$(basename "$f")" -v bytes="$bytes" -v cms="$c_ms" -v ccpu="$c_cpu" -v ckb="$c_kb" \
+      -v pms="$p_ms" -v pcpu="$p_cpu" -v pkb="$p_kb" 'BEGIN {
+    printf "| %s | %.1f MB | %.1f ms | %.1f ms | %.1fx | %.0f ms | %.0f ms | %.1fx | %.1f MB | %.2fx | %.1f MB |\n",
+      name, bytes / 1e6, cms, pms, pms / cms, ccpu, pcpu, (ccpu > 0 ? pcpu / ccpu : 0),
+      ckb * 1024 / 1e6, ckb * 1024 / bytes, pkb * 1024 / 1e6
   }' >>"$table"
 done
 
 echo
-echo "## Whole process (median of $runs compactor runs, $pi_runs pi runs; $(nproc) CPUs; $(date -u +%Y-%m-%d))"
+echo "## Whole process (median of $runs compactor runs, $pi_runs pi runs; $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg) at the end; $(date -u +%Y-%m-%d))"
 echo
 cat "$table"
 echo
