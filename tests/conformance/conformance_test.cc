@@ -233,6 +233,8 @@ const GoldenCase kGoldenCases[] = {
     {"LargeSessionV1", "large-session.jsonl", "large-session.v3.k20000.full.json", nullptr, false},
 };
 
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
+
 class GoldenTest : public ::testing::TestWithParam<GoldenCase> {
  protected:
   void SetUp() override {
