@@ -740,7 +740,7 @@ void OraclePlans(const std::vector<OracleCase>& cases, PlanMode mode) {
     }
   }
   for (const auto& [id, n] : accepted_counts) {
-    std::cout << "[ accepted ] documented deviation " << id << ": " << n << " field(s)\n";
+    std::cout << "[ accepted ] documented deviation " << id << ": " << n << " time(s)\n";
   }
 }
 

@@ -355,6 +355,55 @@ const TRICKY_ARGS = {
 }
 
 // =========================================================================================================
+// 3b. Sessions for pi's compaction quirks (shared/reference/compaction-algorithms.md §A13), each with the
+//     keepRecentTokens values that show the quirk (the same shapes as shared/tools/pi-oracle/quirks.mjs)
+{
+	const quirk = (name, description, build, keeps) => {
+		const sm = newSession();
+		const L = build(sm);
+		writeSession(name, sm);
+		record(name, description, [{ id: null, why: "file leaf" }, ...(L ?? [])], {
+			plans: keeps.map((k) => ({ keepRecentTokens: k, reserveTokens: 16384 })),
+		});
+	};
+	const U = (sm, n) => sm.appendMessage(userString("u".repeat(n)));
+	const A = (sm, n, tool) => {
+		const blocks = [text("a".repeat(n))];
+		if (tool) blocks.push(toolCall("read", { path: "x.ts" }));
+		return sm.appendMessage(assistant(blocks, usage(100, 10)));
+	};
+	const T = (sm, n) => sm.appendMessage({ role: "toolResult", toolCallId: `toolu_c${String(callN).padStart(4, "0")}`, toolName: "read", content: [text("r".repeat(n))], isError: false, timestamp: mts() });
+	quirk("quirk-q1-settings-before-cut.jsonl", "Q1: a thinking_level_change right before the user message at the cut", (sm) => {
+		U(sm, 400), A(sm, 400), U(sm, 400), A(sm, 400, true), T(sm, 4000), A(sm, 400);
+		sm.appendThinkingLevelChange("high");
+		U(sm, 400), A(sm, 400, true), T(sm, 4000), A(sm, 400);
+	}, [1300, 1200]);
+	quirk("quirk-q2-custom-message-cut.jsonl", "Q2: the cut lands on a custom_message (split turn with an empty prefix)", (sm) => {
+		U(sm, 400), A(sm, 400, true), T(sm, 4000), A(sm, 400);
+		sm.appendCustomMessageEntry("x", "c".repeat(400), true);
+		A(sm, 400, true), T(sm, 4000), A(sm, 400);
+	}, [1200, 20000]);
+	quirk("quirk-q4-single-huge-turn.jsonl", "Q4: one user turn with many tool rounds (split turn)", (sm) => {
+		U(sm, 100);
+		for (let i = 0; i < 6; i++) A(sm, 100, true), T(sm, 8000);
+		A(sm, 100);
+	}, [5000, 3000]);
+	quirk("quirk-q5-big-custom-message.jsonl", "Q5: a huge custom_message does not count toward the keep budget", (sm) => {
+		U(sm, 400), A(sm, 400);
+		sm.appendCustomMessageEntry("x", "c".repeat(40000), true);
+		U(sm, 40), A(sm, 40);
+	}, [1000]);
+	quirk("quirk-q7-huge-trailing-tool-result.jsonl", "Q7: the newest message is a tool result larger than keepRecentTokens", (sm) => {
+		U(sm, 4000), A(sm, 4000), U(sm, 4000), A(sm, 4000), U(sm, 400), A(sm, 100, true);
+		const t = T(sm, 200000);
+		return [{ id: t, why: "huge tool result as leaf" }];
+	}, [20000]);
+	quirk("quirk-q7b-huge-tool-result-then-assistant.jsonl", "Q7b: a huge tool result followed by a final assistant message", (sm) => {
+		U(sm, 4000), A(sm, 4000), U(sm, 4000), A(sm, 4000), U(sm, 400), A(sm, 100, true), T(sm, 200000), A(sm, 100);
+	}, [20000]);
+}
+
+// =========================================================================================================
 // 4. Hand-written and mutated files
 const J = (o) => JSON.stringify(o);
 const hw = (name, description, textOrBuf, leaves, extra = {}) => {
