@@ -85,10 +85,12 @@ std::vector<std::string> CompareContext(const Json& oracle, const Json& actual,
     if (!actual.contains(key)) diffs.push_back(std::string(key) + ": missing in output");
   }
   if (!diffs.empty()) return diffs;
-  if (compare_leaf_id) JsonDiff(oracle.at("leafId"), actual.at("leafId"), "leafId", &diffs);
-  JsonDiff(oracle.at("thinkingLevel"), actual.at("thinkingLevel"), "thinkingLevel", &diffs);
-  JsonDiff(oracle.at("model"), actual.at("model"), "model", &diffs);
-  JsonDiff(oracle.at("contextMessages"), actual.at("messages"), "messages", &diffs);
+  // JSON.stringify drops undefined values (e.g. a thinking_level_change without a level).
+  auto pi = [&](const char* key) { return oracle.value(key, Json("<absent in pi's output>")); };
+  if (compare_leaf_id) JsonDiff(pi("leafId"), actual.at("leafId"), "leafId", &diffs);
+  JsonDiff(pi("thinkingLevel"), actual.at("thinkingLevel"), "thinkingLevel", &diffs);
+  JsonDiff(pi("model"), actual.at("model"), "model", &diffs);
+  JsonDiff(pi("contextMessages"), actual.at("messages"), "messages", &diffs);
   return diffs;
 }
 
@@ -123,9 +125,10 @@ std::vector<std::string> CompareStats(const Json& oracle, const Json& actual,
       actual.at("contextMessages").is_number()) {
     same_if_present("contextMessages", Json(oracle.at("contextMessages").size()));
   }
-  if (compare_leaf_id) same_if_present("leafId", oracle.at("leafId"));
-  same_if_present("thinkingLevel", oracle.at("thinkingLevel"));
-  same_if_present("model", oracle.at("model"));
+  for (const char* key : {"leafId", "thinkingLevel", "model"}) {
+    if (std::string(key) == "leafId" && !compare_leaf_id) continue;
+    same_if_present(key, oracle.value(key, Json("<absent in pi's output>")));
+  }
   return diffs;
 }
 
