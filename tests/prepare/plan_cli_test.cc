@@ -200,7 +200,7 @@ TEST(PlanCliTest, WordsModeExplainsBothSides) {
   std::string shared = testing_paths::SharedDir();
   if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
   CommandRun r = RunCommand(std::string(COMPACTOR_CLI_PATH) + " plan " + shared +
-                     "/fixtures/pi/before-compaction.v3.jsonl");
+                            "/fixtures/pi/before-compaction.v3.jsonl");
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, ::testing::HasSubstr("Would summarize: 383 messages (~117361 estimated"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("Would keep verbatim:"));
@@ -242,7 +242,7 @@ class PiOracleTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    if (!dir_.empty() && !std::getenv("KEEP_ORACLE_DIR")) std::filesystem::remove_all(dir_);
   }
 
   std::string Write(const std::string& name, const SessionBuilder& b) {
@@ -371,8 +371,8 @@ TEST_F(PiOracleTest, GeneratedSessions) {
   for (int seed : {1, 2}) {
     std::string file = (dir_ / ("gen" + std::to_string(seed) + ".jsonl")).string();
     CommandRun gen = RunCommand(oracle_ + " gen_large.mjs " + Quote(file) +
-                         " --entries 400 --compact-every 25 --branch-every 100 --seed " +
-                         std::to_string(seed));
+                                " --entries 400 --compact-every 25 --branch-every 100 --seed " +
+                                std::to_string(seed));
     ASSERT_EQ(gen.exit_code, 0);
     // Leaves: the file's leaf and entries a third and two thirds in.
     std::vector<std::string> ids;
