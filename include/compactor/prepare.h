@@ -151,9 +151,11 @@ Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOpt
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
                                         const PrepareOptions& options);
 
-// The light view of `path` used by the cut-point functions (estimates included).
+// The light view of `path` used by the cut-point functions. Token estimates are
+// computed from path index `from` on (entries before a compaction boundary are
+// never measured, and a long history would make this the slowest step).
 std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<size_t>& path,
-                                     const SessionContext& context);
+                                     const SessionContext& context, size_t from = 0);
 
 }  // namespace compactor
 
