@@ -130,7 +130,7 @@ struct CompactionPreparation {
   double tokens_before = 0;
   std::optional<std::string> previous_summary;
   std::optional<size_t> previous_compaction_entry_index;
-  FileOperations file_ops;
+  FileOps file_ops;
   FileLists file_lists;
   KeepPolicy keep_policy = KeepPolicy::kRecentTokens;
   CompactionSettings settings;

@@ -66,7 +66,7 @@ int Utf16Units(uint32_t cp, uint16_t units[2]) {
   return 1;
 }
 
-void AddPath(const Json& arguments, const std::string& tool, FileOperations& ops) {
+void AddPath(const Json& arguments, const std::string& tool, FileOps& ops) {
   if (!arguments.is_object()) return;
   auto it = arguments.find("path");
   if (it == arguments.end() || !it->is_string()) return;
@@ -115,7 +115,7 @@ bool Utf16Less(std::string_view a, std::string_view b) {
   }
 }
 
-void ExtractFileOps(const Message& message, FileOperations& ops) {
+void ExtractFileOps(const Message& message, FileOps& ops) {
   if (message.role != Role::kAssistant) return;
   for (const ContentBlock& block : message.content) {
     if (block.kind != ContentBlock::Kind::kToolCall || !IsFileTool(block.tool_name)) continue;
@@ -123,7 +123,7 @@ void ExtractFileOps(const Message& message, FileOperations& ops) {
   }
 }
 
-void ExtractFileOpsFromJson(std::string_view message_json, FileOperations& ops) {
+void ExtractFileOpsFromJson(std::string_view message_json, FileOps& ops) {
   Json m = ParseOrNull(message_json);
   if (!m.is_object()) return;
   auto role = m.find("role");
@@ -143,7 +143,7 @@ void ExtractFileOpsFromJson(std::string_view message_json, FileOperations& ops) 
   }
 }
 
-void SeedFileOpsFromDetails(std::string_view details_json, FileOperations& ops) {
+void SeedFileOpsFromDetails(std::string_view details_json, FileOps& ops) {
   Json d = ParseOrNull(details_json);
   if (!d.is_object()) return;
   if (auto it = d.find("readFiles"); it != d.end() && it->is_array()) {
@@ -158,7 +158,7 @@ void SeedFileOpsFromDetails(std::string_view details_json, FileOperations& ops) 
   }
 }
 
-FileLists ComputeFileLists(const FileOperations& ops) {
+FileLists ComputeFileLists(const FileOps& ops) {
   std::set<std::string> modified = ops.edited;
   modified.insert(ops.written.begin(), ops.written.end());
   FileLists lists;
@@ -190,6 +190,20 @@ std::string FormatFileOperations(const FileLists& lists) {
   section("read-files", lists.read_files);
   section("modified-files", lists.modified_files);
   return out;
+}
+
+}  // namespace compactor
+
+namespace compactor {
+
+void ExtractFileOps(std::span<const Message> messages, FileOps& ops) {
+  for (const Message& m : messages) ExtractFileOps(m, ops);
+}
+
+void SeedFileOps(std::span<const std::string> read_files,
+                 std::span<const std::string> modified_files, FileOps& ops) {
+  for (const std::string& f : read_files) ops.read.insert(f);
+  for (const std::string& f : modified_files) ops.edited.insert(f);
 }
 
 }  // namespace compactor
