@@ -18,7 +18,7 @@ std::string Call(const std::string& name, const std::string& args) {
 }
 
 TEST(FileOpsTest, ReadWriteEditCallsOnly) {
-  FileOperations ops;
+  FileOps ops;
   ExtractFileOpsFromJson(
       Assistant(Call("read", R"({"path":"r.ts","offset":3})") + "," +
                 Call("write", R"({"path":"w.ts","content":"x"})") + "," +
@@ -34,7 +34,7 @@ TEST(FileOpsTest, ReadWriteEditCallsOnly) {
 }
 
 TEST(FileOpsTest, OtherRolesAndBrokenJsonAddNothing) {
-  FileOperations ops;
+  FileOps ops;
   ExtractFileOpsFromJson(
       R"({"role":"toolResult","toolName":"read","content":[{"type":"text","text":"x"}],)"
       R"("arguments":{"path":"no.ts"}})",
@@ -49,7 +49,7 @@ TEST(FileOpsTest, OtherRolesAndBrokenJsonAddNothing) {
 TEST(FileOpsTest, ParsedMessageGivesTheSameResult) {
   std::string json = Assistant(Call("edit", R"({"path":"src/a b.ts"})") + "," +
                                Call("read", R"({"path":"docs/ü.md"})"));
-  FileOperations from_json, from_message;
+  FileOps from_json, from_message;
   ExtractFileOpsFromJson(json, from_json);
   auto m = ParseMessage(json);
   ASSERT_TRUE(m.ok());
@@ -61,7 +61,7 @@ TEST(FileOpsTest, ParsedMessageGivesTheSameResult) {
 }
 
 TEST(FileOpsTest, ModifiedFilesAreNotListedAsRead) {
-  FileOperations ops;
+  FileOps ops;
   ops.read = {"b.ts", "a.ts", "c.ts"};
   ops.written = {"c.ts"};
   ops.edited = {"d.ts", "b.ts"};
@@ -81,17 +81,17 @@ TEST(FileOpsTest, SortIsJavaScriptsUtf16Order) {
   EXPECT_TRUE(Utf16Less("a", "ab"));
   EXPECT_FALSE(Utf16Less("ab", "ab"));
   EXPECT_TRUE(Utf16Less("Z", "a"));
-  FileOperations ops;
+  FileOps ops;
   ops.read = {fullwidth, emoji, "z"};
   EXPECT_THAT(ComputeFileLists(ops).read_files, ElementsAre("z", emoji, fullwidth));
 }
 
 TEST(FileOpsTest, SeedFromDetails) {
-  FileOperations ops;
+  FileOps ops;
   SeedFileOpsFromDetails(R"({"readFiles":["r.ts",3],"modifiedFiles":["m.ts"],"x":1})", ops);
   EXPECT_THAT(ops.read, ElementsAre("r.ts"));
   EXPECT_THAT(ops.edited, ElementsAre("m.ts"));
-  FileOperations none;
+  FileOps none;
   SeedFileOpsFromDetails(R"({"readFiles":"r.ts"})", none);
   SeedFileOpsFromDetails("null", none);
   SeedFileOpsFromDetails("", none);
