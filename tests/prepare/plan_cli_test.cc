@@ -5,53 +5,22 @@
 // --pi-quirks the output must equal pi's exactly.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "prepare/fixture_paths.h"
 #include "prepare/session_builder.h"
+#include "support/test_util.h"
 
 namespace compactor {
 namespace {
 
 using Json = nlohmann::json;
 using testing_session::SessionBuilder;
-
-struct CommandRun {
-  int exit_code = -1;
-  std::string out;
-};
-
-CommandRun RunCommand(const std::string& command) {
-  CommandRun r;
-  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (!p) return r;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
 
 constexpr const char* kEstimateFields[] = {"heuristicSum", "contextEstimate", "usageTokens",
                                            "trailingTokens"};
@@ -80,12 +49,14 @@ Json Contract(const Json& j, bool with_ids = true) {
 }
 
 Json Plan(const std::string& file, int64_t keep, const std::string& leaf, bool pi_quirks) {
-  std::string cmd = std::string(COMPACTOR_CLI_PATH) + " plan " + Quote(file) +
-                    " --json -q --keep-recent-tokens " + std::to_string(keep);
-  if (!leaf.empty()) cmd += " --leaf " + Quote(leaf);
-  if (pi_quirks) cmd += " --pi-quirks";
-  CommandRun r = RunCommand(cmd);
-  EXPECT_EQ(r.exit_code, 0) << cmd;
+  std::vector<std::string> args = {
+      "plan", file, "--json", "-q", "--keep-recent-tokens", std::to_string(keep)};
+  if (!leaf.empty()) args.insert(args.end(), {"--leaf", leaf});
+  if (pi_quirks) args.push_back("--pi-quirks");
+  testing::RunResult r = testing::RunCli(args);
+  std::string cmd = "plan " + file + " keep " + std::to_string(keep) + " leaf " + leaf;
+  EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
   // The contract: exactly one JSON object, nothing else on stdout.
   Json j = Json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << cmd << "\n" << r.out;
@@ -142,7 +113,7 @@ struct GoldenCase {
 };
 
 TEST(PlanCliTest, MatchesPiGoldenOutputs) {
-  std::string shared = testing_paths::SharedDir();
+  std::string shared = testing::SharedDir();
   if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
   std::string pi = shared + "/fixtures/pi/";
   std::string written;
@@ -182,7 +153,7 @@ TEST(PlanCliTest, MatchesPiGoldenOutputs) {
 // The v1 originals migrate in memory to the same preparation (ids are random
 // in pi's migration, so only the id is not compared).
 TEST(PlanCliTest, V1OriginalsMatchTheGoldenCountsOfTheirMigratedCopies) {
-  std::string shared = testing_paths::SharedDir();
+  std::string shared = testing::SharedDir();
   if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
   for (const char* name : {"before-compaction", "large-session"}) {
     SCOPED_TRACE(name);
@@ -197,10 +168,10 @@ TEST(PlanCliTest, V1OriginalsMatchTheGoldenCountsOfTheirMigratedCopies) {
 }
 
 TEST(PlanCliTest, WordsModeExplainsBothSides) {
-  std::string shared = testing_paths::SharedDir();
+  std::string shared = testing::SharedDir();
   if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
-  CommandRun r = RunCommand(std::string(COMPACTOR_CLI_PATH) + " plan " + shared +
-                            "/fixtures/pi/before-compaction.v3.jsonl");
+  testing::RunResult r =
+      testing::RunCli({"plan", shared + "/fixtures/pi/before-compaction.v3.jsonl"});
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, ::testing::HasSubstr("Would summarize: 383 messages (~117361 estimated"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("Would keep verbatim:"));
@@ -211,17 +182,19 @@ TEST(PlanCliTest, WordsModeExplainsBothSides) {
 }
 
 TEST(PlanCliTest, UsageErrors) {
-  CommandRun r = RunCommand(std::string(COMPACTOR_CLI_PATH) + " plan /nonexistent/x.jsonl --json");
+  testing::RunResult r = testing::RunCli({"plan", "/nonexistent/x.jsonl", "--json"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
-  std::string shared = testing_paths::SharedDir();
+  EXPECT_THAT(r.err, ::testing::HasSubstr("/nonexistent/x.jsonl"));
+  std::string shared = testing::SharedDir();
   if (shared.empty()) return;
-  r = RunCommand(std::string(COMPACTOR_CLI_PATH) + " plan " + shared +
-                 "/fixtures/pi/large-session.v3.jsonl --json --leaf nosuchid");
+  std::string file = shared + "/fixtures/pi/large-session.v3.jsonl";
+  r = testing::RunCli({"plan", file, "--json", "--leaf", "nosuchid"});
   EXPECT_EQ(r.exit_code, 2);
-  r = RunCommand(std::string(COMPACTOR_CLI_PATH) + " plan " + shared +
-                 "/fixtures/pi/large-session.v3.jsonl --json --keep-policy everything");
+  EXPECT_TRUE(r.out.empty());
+  r = testing::RunCli({"plan", file, "--json", "--keep-policy", "everything"});
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("unknown keep policy"));
 }
 
 // ---------------------------------------------------------------------------
@@ -230,19 +203,15 @@ TEST(PlanCliTest, UsageErrors) {
 class PiOracleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string shared = testing_paths::SharedDir();
+    std::string shared = testing::SharedDir();
     if (shared.empty()) GTEST_SKIP() << "shared/ not found: pi oracle unavailable";
     oracle_ = shared + "/tools/pi-oracle/run.sh";
     if (!std::filesystem::exists(oracle_)) GTEST_SKIP() << "pi oracle not found at " << oracle_;
-    if (RunCommand("node --version").exit_code != 0) {
+    if (!testing::HaveNode()) {
       GTEST_SKIP() << "node is not installed: skipping the pi 0.73.1 oracle comparison";
     }
-    dir_ = std::filesystem::temp_directory_path() /
-           ("compactor-plan-oracle-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty() && !std::getenv("KEEP_ORACLE_DIR")) std::filesystem::remove_all(dir_);
+    tmp_ = std::make_unique<testing::TempDir>();
+    dir_ = tmp_->path();
   }
 
   std::string Write(const std::string& name, const SessionBuilder& b) {
@@ -252,11 +221,11 @@ class PiOracleTest : public ::testing::Test {
   }
 
   Json Oracle(const std::string& file, int64_t keep, const std::string& leaf) {
-    std::string cmd = oracle_ + " harness.mjs " + Quote(file) + " " + std::to_string(keep) +
-                      " 16384 --messages none";
-    if (!leaf.empty()) cmd += " --leaf " + Quote(leaf);
-    CommandRun r = RunCommand(cmd);
-    EXPECT_EQ(r.exit_code, 0) << cmd;
+    std::vector<std::string> argv = {oracle_, "harness.mjs", file,  std::to_string(keep),
+                                     "16384", "--messages",  "none"};
+    if (!leaf.empty()) argv.insert(argv.end(), {"--leaf", leaf});
+    testing::RunResult r = testing::RunProgram(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
     Json j = Json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.out;
     return j.is_discarded() ? Json() : Contract(j);
@@ -272,6 +241,7 @@ class PiOracleTest : public ::testing::Test {
   }
 
   std::string oracle_;
+  std::unique_ptr<testing::TempDir> tmp_;
   std::filesystem::path dir_;
 };
 
@@ -370,10 +340,10 @@ TEST_F(PiOracleTest, CompactionsBranchesAndMetadata) {
 TEST_F(PiOracleTest, GeneratedSessions) {
   for (int seed : {1, 2}) {
     std::string file = (dir_ / ("gen" + std::to_string(seed) + ".jsonl")).string();
-    CommandRun gen = RunCommand(oracle_ + " gen_large.mjs " + Quote(file) +
-                                " --entries 400 --compact-every 25 --branch-every 100 --seed " +
-                                std::to_string(seed));
-    ASSERT_EQ(gen.exit_code, 0);
+    testing::RunResult gen =
+        testing::RunProgram({oracle_, "gen_large.mjs", file, "--entries", "400", "--compact-every",
+                             "25", "--branch-every", "100", "--seed", std::to_string(seed)});
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
     // Leaves: the file's leaf and entries a third and two thirds in.
     std::vector<std::string> ids;
     std::ifstream in(file);
