@@ -119,7 +119,8 @@ struct CompactionPreparation {
   std::optional<size_t> turn_start_path_index;
   bool is_split_turn = false;
   // Context messages of [boundary start, history end) and, for a split turn,
-  // of [turn start, first kept); compaction entries produce none.
+  // of [turn start, first kept); compaction entries produce none. Stored
+  // messages are views into the Session's bytes: keep the Session alive.
   std::vector<ContextMessage> messages_to_summarize;
   std::vector<ContextMessage> turn_prefix_messages;
   int64_t messages_to_summarize_tokens = 0;  // Σ estimate
