@@ -1,8 +1,8 @@
 #include "compactor/context.h"
 
-#include <cmath>
-
 #include <simdjson.h>
+
+#include <cmath>
 
 #include "compactor/js_json.h"
 #include "compactor/user_prompts.h"
@@ -116,7 +116,8 @@ bool ExpandUserPrompts(const Session& s, size_t index, std::vector<ContextMessag
     if (k["cut"].get(cut)) cut = "";
     if (k["part"].get(part)) part = "tail";
     if (!marker_done && part == "tail") {
-      out->push_back({Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
+      out->push_back(
+          {Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
       marker_done = true;
     }
     ContextMessage m{Role::kUser, index, {}, "", "kept-prompt"};
@@ -130,13 +131,21 @@ bool ExpandUserPrompts(const Session& s, size_t index, std::vector<ContextMessag
     out->push_back(std::move(m));
   }
   if (!marker_done) {
-    out->push_back({Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
+    out->push_back(
+        {Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
   }
-  out->push_back({Role::kUser, index, {}, UserTextMessage(UserPromptsSummaryText(summary), ts), "summary"});
+  out->push_back(
+      {Role::kUser, index, {}, UserTextMessage(UserPromptsSummaryText(summary), ts), "summary"});
   return true;
 }
 
 }  // namespace
+
+std::optional<ContextMessage> EntryMessage(const Session& session, size_t index) {
+  const Entry& e = session.entry(index);
+  if (e.type == EntryType::kCompaction || YieldsMessage(e)) return FromEntry(session, index);
+  return std::nullopt;
+}
 
 std::string MakeCompactionSummaryJson(std::string_view summary, double tokens_before,
                                       double timestamp_ms) {
