@@ -181,6 +181,57 @@ TEST(PlanCliTest, WordsModeExplainsBothSides) {
   EXPECT_THAT(r.out, ::testing::HasSubstr("Context size: 180820 tokens"));
 }
 
+TEST(PlanCliTest, SettingsFileAndCommandLineOverrides) {
+  std::string shared = testing::SharedDir();
+  if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
+  std::string file = shared + "/fixtures/pi/before-compaction.v3.jsonl";
+  testing::TempDir tmp;
+  std::string settings = tmp.Write(
+      "settings.json", R"({"compaction": {"keepRecentTokens": 2000, "keepPolicy": "tokens"}})");
+  testing::RunResult from_file = testing::RunCli({"plan", file, "--json", "--settings", settings});
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+  testing::RunResult flags =
+      testing::RunCli({"plan", file, "--json", "--keep-recent-tokens", "2000"});
+  EXPECT_EQ(from_file.out, flags.out);
+  testing::RunResult overridden = testing::RunCli(
+      {"plan", file, "--json", "--settings", settings, "--keep-recent-tokens", "20000"});
+  testing::RunResult defaults = testing::RunCli({"plan", file, "--json"});
+  EXPECT_EQ(overridden.out, defaults.out);
+  EXPECT_NE(from_file.out, defaults.out);
+  // Keep policies other than pi's.
+  std::string turns = tmp.Write("turns.json", R"({"keepPolicy": "turns", "keepTurns": 1})");
+  testing::RunResult t = testing::RunCli({"plan", file, "--json", "--settings", turns});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  Json j = Json::parse(t.out);
+  EXPECT_EQ(j["preparation"]["isSplitTurn"], false);
+  EXPECT_GT(j["preparation"]["messagesToSummarize"].get<int>(), 383);
+  // A broken settings file is a usage error naming the file.
+  std::string broken = tmp.Write("broken.json", R"({"reserveTokens": "lots"})");
+  testing::RunResult b = testing::RunCli({"plan", file, "--json", "--settings", broken});
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_TRUE(b.out.empty());
+  EXPECT_THAT(b.err, ::testing::HasSubstr("broken.json: reserveTokens"));
+  // Unknown keys only warn.
+  std::string typo = tmp.Write("typo.json", R"({"keepRecentTokns": 1})");
+  testing::RunResult w = testing::RunCli({"plan", file, "--json", "--settings", typo});
+  EXPECT_EQ(w.exit_code, 0);
+  EXPECT_EQ(w.out, defaults.out);
+  EXPECT_THAT(w.err, ::testing::HasSubstr("unknown key \"keepRecentTokns\""));
+}
+
+TEST(PlanCliTest, WordsModeWhenNothingToCompact) {
+  std::string shared = testing::SharedDir();
+  if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
+  std::string written;
+  for (const auto& e : std::filesystem::directory_iterator(shared + "/fixtures/pi/pi-written")) {
+    if (e.path().extension() == ".jsonl") written = e.path().string();
+  }
+  testing::RunResult r = testing::RunCli({"plan", written});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("Nothing to compact"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("Context size: 5825 tokens"));
+}
+
 TEST(PlanCliTest, UsageErrors) {
   testing::RunResult r = testing::RunCli({"plan", "/nonexistent/x.jsonl", "--json"});
   EXPECT_EQ(r.exit_code, 1);
