@@ -28,8 +28,9 @@ struct BranchArgs {
 
 void RegisterBranch(CLI::App& app) {
   auto args = std::make_shared<BranchArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "branch", "Move to another entry of the tree (pi's /tree), optionally summarizing the branch left behind");
+  CLI::App* cmd = app.add_subcommand("branch",
+                                     "Move to another entry of the tree (pi's /tree), optionally "
+                                     "summarizing the branch left behind");
   AddSessionArgs(cmd, &args->session);
   cmd->add_option("--to", args->to, "the entry to move to")->required();
   cmd->add_option("--from", args->from, "the branch being left (default: the file's leaf)");
@@ -72,10 +73,12 @@ void RegisterBranch(CLI::App& app) {
       j["oldLeafId"] = r->old_leaf_id;
       j["targetId"] = r->target_id;
       j["newLeafId"] = r->new_leaf_id;
-      j["commonAncestorId"] = r->common_ancestor_id.empty() ? nlohmann::ordered_json(nullptr)
-                                                            : nlohmann::ordered_json(r->common_ancestor_id);
+      j["commonAncestorId"] = r->common_ancestor_id.empty()
+                                  ? nlohmann::ordered_json(nullptr)
+                                  : nlohmann::ordered_json(r->common_ancestor_id);
       j["entriesSummarized"] = r->entries_summarized;
-      j["summary"] = r->summary.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r->summary);
+      j["summary"] =
+          r->summary.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r->summary);
       j["editorText"] = r->editor_text.empty() ? nlohmann::ordered_json(nullptr)
                                                : nlohmann::ordered_json(r->editor_text);
       j["readFiles"] = r->read_files;
@@ -90,12 +93,15 @@ void RegisterBranch(CLI::App& app) {
       Print(fmt::format("{} already is the leaf; nothing to do\n", r->target_id));
       return;
     }
-    std::string out = fmt::format("{} {} -> {} (new leaf {}{})\n", args->dry_run ? "would move" : "moved",
-                                  r->old_leaf_id, r->target_id, r->new_leaf_id,
-                                  r->common_ancestor_id.empty() ? "" : ", common ancestor " + r->common_ancestor_id);
-    if (!r->editor_text.empty()) out += "the target is a prompt; its text for re-editing:\n" + r->editor_text + "\n";
+    std::string out = fmt::format(
+        "{} {} -> {} (new leaf {}{})\n", args->dry_run ? "would move" : "moved", r->old_leaf_id,
+        r->target_id, r->new_leaf_id,
+        r->common_ancestor_id.empty() ? "" : ", common ancestor " + r->common_ancestor_id);
+    if (!r->editor_text.empty())
+      out += "the target is a prompt; its text for re-editing:\n" + r->editor_text + "\n";
     if (!r->summary.empty()) {
-      out += fmt::format("summary of {} abandoned entries:\n\n{}\n", r->entries_summarized.size(), r->summary);
+      out += fmt::format("summary of {} abandoned entries:\n\n{}\n", r->entries_summarized.size(),
+                         r->summary);
     }
     Print(out);
   });
