@@ -1,0 +1,965 @@
+// Fact extraction for the offline summarizer (docs/summarizers.md lists the
+// rules). Everything here is a deterministic function of the messages: no
+// clocks, no hash-order iteration.
+#include "summarize/extract.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <unordered_map>
+
+#include "summarize/text_util.h"
+
+namespace compactor::summarize {
+namespace {
+
+constexpr size_t kSentenceMax = 320;
+constexpr size_t kRequestMax = 240;
+constexpr size_t kGoalMax = 700;
+constexpr size_t kCommandMax = 160;
+constexpr size_t kErrorLineMax = 220;
+constexpr size_t kScanWindow = 64 * 1024;  // bytes of a tool output scanned at each end
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+inline bool IsWordChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         (static_cast<unsigned char>(c) >= 0x80);
+}
+
+// `phrase` occurs in `lower` with word boundaries at both ends (a boundary is
+// implied where the phrase itself starts or ends with a non-word character).
+size_t FindPhrase(std::string_view lower, std::string_view phrase, size_t from = 0) {
+  while (true) {
+    size_t p = lower.find(phrase, from);
+    if (p == std::string_view::npos) return p;
+    bool left = p == 0 || !IsWordChar(lower[p - 1]) || !IsWordChar(phrase.front());
+    size_t e = p + phrase.size();
+    bool right = e >= lower.size() || !IsWordChar(lower[e]) || !IsWordChar(phrase.back());
+    if (left && right) return p;
+    from = p + 1;
+  }
+}
+
+bool HasPhrase(std::string_view lower, std::string_view phrase) {
+  return FindPhrase(lower, phrase) != std::string_view::npos;
+}
+
+template <size_t N>
+bool HasAny(std::string_view lower, const std::array<std::string_view, N>& phrases) {
+  for (std::string_view p : phrases) {
+    if (HasPhrase(lower, p)) return true;
+  }
+  return false;
+}
+
+template <size_t N>
+bool StartsWithAny(std::string_view lower, const std::array<std::string_view, N>& prefixes) {
+  for (std::string_view p : prefixes) {
+    if (lower.substr(0, p.size()) == p) return true;
+  }
+  return false;
+}
+
+std::string_view Trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// Clips UTF-8 text to at most `max_bytes` without splitting a character.
+std::string Clip(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  size_t cut = max_bytes > 3 ? max_bytes - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  std::string out(Trim(s.substr(0, cut)));
+  out += "...";
+  return out;
+}
+
+constexpr std::array<std::string_view, 36> kConstraintCues = {
+    "must",         "mustn't",      "must not",     "never",        "always",
+    "don't",        "do not",       "dont",         "avoid",        "prefer",
+    "preferably",   "instead of",   "rather than",  "make sure",    "ensure",
+    "required",     "requirement",  "should",       "shouldn't",    "should not",
+    "not allowed",  "no longer",    "stick to",     "from now on",  "remember to",
+    "be sure to",   "only use",     "use only",     "keep using",   "stop using",
+    "can't use",    "cannot use",   "constraint",   "important:",   "do not use",
+    "never use"};
+
+constexpr std::array<std::string_view, 16> kImperativeStarts = {
+    "use ",        "please use ", "keep ",     "please keep ", "let's use ", "lets use ",
+    "let's keep ", "switch to ",  "no ",       "target ",      "stay ",      "only ",
+    "please don",  "please do not", "please never", "please always"};
+
+constexpr std::array<std::string_view, 22> kRevisionCues = {
+    "actually",     "instead",      "change of plan", "changed my mind", "scratch that",
+    "forget",       "no longer",    "anymore",        "from now on",     "switch to",
+    "switch from",  "rather than",  "replace",        "update:",         "correction",
+    "revise",       "revised",      "never mind",     "nevermind",       "on second thought",
+    "not anymore",  "we'll now"};
+
+constexpr std::array<std::string_view, 14> kReplacedMarkers = {
+    "instead of ",    "rather than ", "switch from ",  "switching from ", "stop using ",
+    "no longer use ", "not use ",     "don't use ",    "do not use ",     "replace ",
+    "drop ",          "forget about ", "no more ",     "move away from "};
+
+constexpr std::array<std::string_view, 13> kStrongDecisionCues = {
+    "decided",  "decision",    "i'll go with", "we'll go with", "going with",
+    "go with",  "chose",       "chosen",       "opted",         "settled on",
+    "in favor of", "in favour of", "the approach is"};
+
+constexpr std::array<std::string_view, 12> kWeakDecisionCues = {
+    "i'll use",    "i will use", "we'll use",  "we will use", "let's use", "lets use",
+    "switch to",   "switching to", "instead of", "rather than", "prefer", "use "};
+
+constexpr std::array<std::string_view, 10> kReasonConnectors = {
+    " because ", " since ",  " so that ",  " so we ",     " due to ",
+    " as it ",   " as this ", " to avoid ", " given that ", " which means "};
+
+constexpr std::array<std::string_view, 24> kPlanCues = {
+    "next step",   "next steps",   "next,",       "next i",      "next we",     "next:",
+    "then i'll",   "after that",   "afterwards",  "remaining",   "still need",  "still to do",
+    "todo",        "to do:",       "the plan",    "plan:",       "going to",    "will need to",
+    "we need to",  "i need to",    "next up",     "left to do",  "follow-up",   "next, i"};
+
+// For user messages: the request itself is not a plan; only what comes after.
+constexpr std::array<std::string_view, 12> kUserPlanCues = {
+    "next step", "next,", "next:", "after that", "afterwards", "then we", "todo",
+    "still need", "remaining", "later we", "once that", "next we"};
+
+constexpr std::array<std::string_view, 6> kWeakPlanCues = {"i'll", "i will", "let me", "now i",
+                                                           "we'll", "we will"};
+
+constexpr std::array<std::string_view, 18> kAcknowledgements = {
+    "ok", "okay", "yes", "y", "continue", "go on", "go ahead", "thanks", "thank you", "proceed",
+    "do it", "sure", "yep", "lgtm", "great", "nice", "cool", "k"};
+
+constexpr std::array<std::string_view, 10> kGoalCues = {
+    "the goal", "my goal", "our goal", "goal:", "i want to", "i'd like to",
+    "we need to build", "the task is", "objective", "we are building"};
+
+const std::set<std::string>& StopWords() {
+  static const std::set<std::string> words = {
+      "the",    "and",    "for",     "with",    "that",   "this",    "from",   "into",   "use",
+      "using",  "used",   "should",  "must",    "always", "never",   "don't",  "dont",   "not",
+      "please", "also",   "all",     "any",     "are",    "was",     "were",   "will",   "would",
+      "can",    "could",  "our",     "your",    "you",    "its",     "it's",   "then",   "than",
+      "instead", "rather", "actually", "make",  "sure",   "keep",    "let's",  "lets",   "just",
+      "only",   "now",    "have",    "has",     "been",   "being",   "what",   "when",   "where",
+      "which",  "who",    "why",     "how",     "there",  "their",   "them",   "they",   "these",
+      "those",  "some",   "more",    "most",    "other",  "such",    "very",   "onto",   "over",
+      "under",  "about",  "after",   "before",  "again",  "like",    "want",   "need",   "let",
+      "via",    "per",    "each",    "every",   "prefer", "avoid",   "does",   "did",    "done",
+      "yes",    "okay",   "same",    "going",   "get",    "got",     "set",    "i'll",   "we'll",
+      "it'll",  "switch", "change",  "changed", "from now", "anymore", "longer", "stop", "ensure",
+      "because", "since", "so",      "to",      "of",     "in",      "on",     "it",     "is",
+      "be",     "we",     "a",       "an",      "or",     "as",      "at",     "by",     "do",
+      "no",     "i",      "me",      "my",      "us",     "if",      "up",     "go"};
+  return words;
+}
+
+std::set<std::string> ContentWords(std::string_view lower) {
+  std::set<std::string> out;
+  const auto& stop = StopWords();
+  size_t i = 0;
+  while (i < lower.size()) {
+    while (i < lower.size() && !(IsWordChar(lower[i]) || lower[i] == '\'' || lower[i] == '.' ||
+                                 lower[i] == '/' || lower[i] == '-')) {
+      ++i;
+    }
+    size_t b = i;
+    while (i < lower.size() && (IsWordChar(lower[i]) || lower[i] == '\'' || lower[i] == '.' ||
+                                lower[i] == '/' || lower[i] == '-')) {
+      ++i;
+    }
+    std::string_view w = lower.substr(b, i - b);
+    while (!w.empty() && (w.back() == '.' || w.back() == '\'' || w.back() == '-')) {
+      w.remove_suffix(1);
+    }
+    while (!w.empty() && (w.front() == '.' || w.front() == '\'' || w.front() == '-')) {
+      w.remove_prefix(1);
+    }
+    if (w.empty()) continue;
+    bool numeric = std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(c) != 0; });
+    if ((w.size() >= 3 || numeric) && !stop.count(std::string(w))) out.emplace(w);
+  }
+  return out;
+}
+
+// Words named as the thing being replaced ("instead of tabs" -> {tabs}).
+std::set<std::string> ReplacedTerms(std::string_view lower) {
+  std::set<std::string> out;
+  for (std::string_view marker : kReplacedMarkers) {
+    size_t p = FindPhrase(lower, Trim(marker));
+    while (p != std::string_view::npos) {
+      size_t start = p + Trim(marker).size();
+      size_t end = start;
+      int words = 0;
+      bool in_word = false;
+      while (end < lower.size()) {
+        char c = lower[end];
+        if (c == ',' || c == ';' || c == ':' || c == '!' || c == '?' || c == ')' ||
+            (c == '.' && (end + 1 >= lower.size() || lower[end + 1] == ' '))) {
+          break;
+        }
+        bool wc = !std::isspace(static_cast<unsigned char>(c));
+        if (wc && !in_word && ++words > 4) break;
+        in_word = wc;
+        ++end;
+      }
+      std::string_view phrase = lower.substr(start, end - start);
+      // Stop at a conjunction: "instead of X and use Y".
+      for (std::string_view stop : {" and ", " but ", " for ", " to ", " because ", " since "}) {
+        size_t s = phrase.find(stop);
+        if (s != std::string_view::npos) phrase = phrase.substr(0, s);
+      }
+      for (const std::string& w : ContentWords(phrase)) out.insert(w);
+      p = FindPhrase(lower, Trim(marker), p + 1);
+    }
+  }
+  return out;
+}
+
+// The earlier statement rejects `term` itself ("never use var"): then a later
+// "use let instead of var" agrees with it and must not supersede it.
+bool NegatesTerm(std::string_view lower, std::string_view term) {
+  size_t p = FindPhrase(lower, term);
+  if (p == std::string_view::npos) return false;
+  std::string_view before = lower.substr(p >= 24 ? p - 24 : 0, p >= 24 ? 24 : p);
+  for (std::string_view neg : {"never", "don't", "do not", "avoid", "no ", "not ", "stop", "instead of",
+                               "rather than", "without"}) {
+    if (before.find(neg) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+std::string CollapseSpaces(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+// Lines of a large text, limited to the first and last kScanWindow bytes.
+std::vector<std::string_view> ScanLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  auto add = [&lines](std::string_view part) {
+    size_t b = 0;
+    while (b <= part.size()) {
+      size_t e = part.find('\n', b);
+      if (e == std::string_view::npos) e = part.size();
+      lines.push_back(part.substr(b, e - b));
+      b = e + 1;
+    }
+  };
+  if (text.size() <= 2 * kScanWindow) {
+    add(text);
+  } else {
+    add(text.substr(0, kScanWindow));
+    add(text.substr(text.size() - kScanWindow));
+  }
+  return lines;
+}
+
+bool IsExitLine(std::string_view lower_line) {
+  return lower_line.find("exited with code") != std::string_view::npos;
+}
+
+std::string ErrorLine(std::string_view text) {
+  static constexpr std::array<std::string_view, 14> kErrorWords = {
+      "error",  "fail",      "exception",  "traceback", "panic",    "fatal",      "cannot",
+      "not found", "undefined", "denied", "no such file", "expected", "assert", "segmentation"};
+  std::vector<std::string_view> lines = ScanLines(text);
+  for (std::string_view word : kErrorWords) {
+    for (std::string_view line : lines) {
+      std::string_view t = Trim(line);
+      if (t.empty() || t.size() > 2000) continue;
+      std::string lower = Lower(t);
+      if (IsExitLine(lower)) continue;
+      if (lower.find(word) != std::string::npos) return OneLine(t, kErrorLineMax);
+    }
+  }
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string_view t = Trim(*it);
+    if (t.empty() || IsExitLine(Lower(t))) continue;
+    return OneLine(t, kErrorLineMax);
+  }
+  return "";
+}
+
+// Read-only look-ups: their failures (grep finding nothing) block nothing and
+// their successes carry no state worth keeping.
+bool IsInspection(std::string_view family) {
+  static constexpr std::array<std::string_view, 30> kPrograms = {
+      "grep", "rg",   "ag",    "find", "ls",    "cat",   "head",  "tail",  "wc",    "which",
+      "echo", "awk",  "pwd",   "file", "stat",  "tree",  "du",    "df",    "sleep", "true",
+      "ps",   "diff", "cmp",   "less", "sed -n", "type", "env",   "printenv", "date", "whoami"};
+  std::string_view program = family.substr(0, family.find(' '));
+  for (std::string_view p : kPrograms) {
+    if (program == p || family == p) return true;
+  }
+  if (program == "sed") return family.find("-i") == std::string_view::npos;
+  if (program == "git") {
+    for (std::string_view sub : {"git status", "git log", "git diff", "git show", "git branch",
+                                 "git blame", "git grep", "git ls-files"}) {
+      if (family.rfind(sub, 0) == 0) return true;
+    }
+  }
+  return false;
+}
+
+bool LooksLikeTestOrBuild(std::string_view lower_cmd) {
+  static constexpr std::array<std::string_view, 18> kWords = {
+      "test", "pytest", "jest", "vitest", "mocha", "ctest", "check", "build", "make",
+      "tsc",  "lint",   "cargo", "go ",   "mvn",   "gradle", "cmake", "ninja", "tox"};
+  for (std::string_view w : kWords) {
+    if (lower_cmd.find(w) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// The last line of a test/build output that reports a result.
+std::string ResultLine(std::string_view text) {
+  static constexpr std::array<std::string_view, 14> kResultWords = {
+      "passed", "failed", "passing", "failing", "tests:", "test result", "ok ", "pass ",
+      "fail ",  "error",  "warning", "succeeded", "finished", "built target"};
+  std::string_view tail = text.size() > 8192 ? text.substr(text.size() - 8192) : text;
+  std::vector<std::string_view> lines;
+  size_t b = 0;
+  while (b <= tail.size()) {
+    size_t e = tail.find('\n', b);
+    if (e == std::string_view::npos) e = tail.size();
+    lines.push_back(tail.substr(b, e - b));
+    b = e + 1;
+  }
+  int checked = 0;
+  for (auto it = lines.rbegin(); it != lines.rend() && checked < 40; ++it) {
+    std::string_view t = Trim(*it);
+    if (t.empty()) continue;
+    ++checked;
+    std::string lower = Lower(t);
+    if (IsExitLine(lower)) continue;
+    for (std::string_view w : kResultWords) {
+      if (lower.find(w) != std::string::npos) return OneLine(t, 140);
+    }
+  }
+  return "";
+}
+
+std::optional<int64_t> ParseExitCode(std::string_view text) {
+  std::string_view tail = text.size() > 600 ? text.substr(text.size() - 600) : text;
+  std::string lower = Lower(tail);
+  for (std::string_view marker : {"exited with code ", "exit code: ", "exit code ", "exit status "}) {
+    size_t p = lower.rfind(marker);
+    if (p == std::string::npos) continue;
+    size_t i = p + marker.size();
+    bool neg = i < lower.size() && lower[i] == '-';
+    if (neg) ++i;
+    int64_t v = 0;
+    size_t digits = 0;
+    while (i < lower.size() && std::isdigit(static_cast<unsigned char>(lower[i])) && digits < 9) {
+      v = v * 10 + (lower[i] - '0');
+      ++i;
+      ++digits;
+    }
+    if (digits > 0) return neg ? -v : v;
+  }
+  return std::nullopt;
+}
+
+std::string JoinTextBlocks(const Message& m, std::string_view sep) {
+  if (m.content_is_string) return m.content_string;
+  std::string out;
+  bool first = true;
+  for (const ContentBlock& b : m.content) {
+    if (b.kind != ContentBlock::Kind::kText) continue;
+    if (!first) out += sep;
+    first = false;
+    out += b.text;
+  }
+  return out;
+}
+
+struct PendingCall {
+  std::string tool;
+  std::string command;  // bash
+  std::string path;     // read/write/edit and others with a path
+  int64_t order = 0;
+};
+
+class Extractor {
+ public:
+  Result<Facts> Run(std::span<const Message> messages, const std::function<bool()>& is_cancelled) {
+    for (size_t i = 0; i < messages.size(); ++i) {
+      if ((i & 255) == 0 && is_cancelled && is_cancelled()) {
+        return Status::Cancelled("summarization cancelled");
+      }
+      const Message& m = messages[i];
+      int64_t order = static_cast<int64_t>(i);
+      switch (m.role) {
+        case Role::kUser: OnUser(m, order); break;
+        case Role::kAssistant: OnAssistant(m, order); break;
+        case Role::kToolResult: OnToolResult(m, order); break;
+        case Role::kBashExecution: OnBash(m, order); break;
+        case Role::kCustom: OnCustom(m); break;
+        case Role::kBranchSummary:
+          facts_.branch_notes.push_back(m.summary);
+          facts_.input_chars += static_cast<int64_t>(m.summary.size());
+          break;
+        case Role::kCompactionSummary:
+          facts_.prior_summaries.push_back(m.summary);
+          facts_.input_chars += static_cast<int64_t>(m.summary.size());
+          break;
+        default: break;
+      }
+    }
+    ResolveErrors();
+    return std::move(facts_);
+  }
+
+ private:
+  void OnUser(const Message& m, int64_t order) {
+    std::string text = JoinTextBlocks(m, "");
+    facts_.input_chars += static_cast<int64_t>(text.size());
+    std::string_view t = Trim(text);
+    if (t.empty()) return;
+    std::string lower = Lower(t.substr(0, 64));
+    std::string_view lt = Trim(lower);
+    while (!lt.empty() && (lt.back() == '.' || lt.back() == '!')) lt.remove_suffix(1);
+    bool ack = t.size() <= 20 && std::find(kAcknowledgements.begin(), kAcknowledgements.end(), lt) !=
+                                     kAcknowledgements.end();
+    // "/model", "/compact focus on X": commands to the agent, not requests.
+    bool slash_command = t[0] == '/' && t.find('\n') == std::string_view::npos &&
+                         t.find('/', 1) == std::string_view::npos;
+    if (slash_command) return;
+    answered_ = false;
+    facts_.pending_user_message = OneLine(t, 500);
+    if (ack) return;
+
+    std::vector<std::string> sentences = SplitSentences(t);
+    Request r;
+    r.order = order;
+    std::string first;
+    for (const std::string& s : sentences) {
+      if (!first.empty() && first.size() + s.size() > kRequestMax) break;
+      if (!first.empty()) first += ' ';
+      first += s;
+      if (first.size() >= 60) break;
+    }
+    r.text = OneLine(first.empty() ? std::string(t) : first, kRequestMax);
+    r.full = OneLine(t, kGoalMax);
+    bool is_first = facts_.requests.empty();
+    for (const std::string& s : sentences) {
+      if (r.sentences.size() >= (is_first ? 16u : 6u)) break;
+      r.sentences.push_back(OneLine(s, kSentenceMax));
+    }
+    facts_.requests.push_back(std::move(r));
+
+    for (const std::string& s : sentences) {
+      std::string ls = Lower(s);
+      if (IsConstraintSentence(s)) {
+        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, false, 0});
+      }
+      if (!is_first && HasAny(ls, kGoalCues) && s.back() != '?') {
+        facts_.goal_statements.push_back(
+            Statement{order, OneLine(s, kSentenceMax), "", false, false, 2});
+      }
+      MaybeDecision(s, ls, order, nullptr);
+      if (HasAny(ls, kUserPlanCues) && s.back() != '?') {
+        user_plan_.push_back(OneLine(s, kSentenceMax));
+      }
+    }
+    if (!user_plan_.empty()) {
+      facts_.plan = std::move(user_plan_);
+      facts_.plan_order = order;
+      user_plan_.clear();
+    }
+  }
+
+  void MaybeDecision(const std::string& s, const std::string& ls, int64_t order,
+                     const std::string* next_sentence) {
+    if (s.empty() || s.back() == '?') return;
+    bool strong = HasAny(ls, kStrongDecisionCues);
+    size_t reason_at = std::string::npos;
+    std::string_view connector;
+    for (std::string_view c : kReasonConnectors) {
+      size_t p = ls.find(c);
+      if (p != std::string::npos && p < reason_at) {
+        reason_at = p;
+        connector = c;
+      }
+    }
+    bool weak = HasAny(ls, kWeakDecisionCues);
+    if (!strong && !(weak && reason_at != std::string::npos)) return;
+    Statement d;
+    d.order = order;
+    d.kind = 1;
+    if (reason_at != std::string::npos && reason_at > 8) {
+      d.text = OneLine(std::string_view(s).substr(0, reason_at), 200);
+      d.reason = OneLine(std::string_view(s).substr(reason_at + 1), 240);
+    } else {
+      d.text = OneLine(s, 240);
+      if (next_sentence != nullptr) {
+        std::string ln = Lower(next_sentence->substr(0, 16));
+        if (ln.rfind("this ", 0) == 0 || ln.rfind("that ", 0) == 0 || ln.rfind("it ", 0) == 0 ||
+            ln.rfind("because", 0) == 0 || ln.rfind("since", 0) == 0 ||
+            ln.rfind("the reason", 0) == 0 || ln.rfind("reason:", 0) == 0) {
+          d.reason = OneLine(*next_sentence, 240);
+        }
+      }
+    }
+    while (!d.text.empty() && (d.text.back() == ',' || d.text.back() == '.' || d.text.back() == ' ')) {
+      d.text.pop_back();
+    }
+    facts_.decisions.push_back(std::move(d));
+  }
+
+  void OnAssistant(const Message& m, int64_t order) {
+    if (m.content_is_string) return;
+    std::string text;
+    for (const ContentBlock& b : m.content) {
+      if (b.kind == ContentBlock::Kind::kText) {
+        if (!text.empty()) text += '\n';
+        text += b.text;
+        facts_.input_chars += static_cast<int64_t>(b.text.size());
+      } else if (b.kind == ContentBlock::Kind::kThinking) {
+        facts_.input_chars += static_cast<int64_t>(b.text.size());
+      } else if (b.kind == ContentBlock::Kind::kToolCall) {
+        facts_.input_chars += static_cast<int64_t>(b.arguments_json.size() + b.tool_name.size());
+        OnToolCall(b, order);
+      }
+    }
+    if (m.stop_reason == "error" && !m.error_message.empty()) {
+      facts_.last_assistant_error = OneLine(m.error_message, 240);
+    } else if (!m.content.empty()) {
+      facts_.last_assistant_error.clear();
+    }
+    if (!m.content.empty()) {
+      // Any work on it (text or tool calls) means the message was taken up.
+      answered_ = true;
+      facts_.pending_user_message.clear();
+    }
+    std::string_view t = Trim(text);
+    if (t.empty()) return;
+    facts_.last_assistant_text = OneLine(t, 400);
+    last_text_order_ = order;
+
+    std::vector<std::string> sentences = SplitSentences(t);
+    std::vector<std::string> plan;
+    std::vector<std::string> weak_plan;
+    for (size_t k = 0; k < sentences.size(); ++k) {
+      const std::string& s = sentences[k];
+      std::string ls = Lower(s);
+      MaybeDecision(s, ls, order, k + 1 < sentences.size() ? &sentences[k + 1] : nullptr);
+      if (s.back() == '?') continue;
+      if (HasAny(ls, kPlanCues)) {
+        plan.push_back(OneLine(s, kSentenceMax));
+      } else if (HasAny(ls, kWeakPlanCues)) {
+        weak_plan.push_back(OneLine(s, kSentenceMax));
+      }
+    }
+    // A list right after a "next steps" / "plan" line belongs to the plan.
+    AppendListAfterPlanHeading(t, plan);
+    if (!plan.empty()) {
+      if (plan.size() > 8) plan.resize(8);
+      facts_.plan = std::move(plan);
+      facts_.plan_order = order;
+    } else if (!weak_plan.empty()) {
+      // Only the latest words count for weak cues ("I'll run the tests").
+      if (weak_plan.size() > 3) weak_plan.erase(weak_plan.begin(), weak_plan.end() - 3);
+      last_weak_plan_ = std::move(weak_plan);
+      last_weak_plan_order_ = order;
+    }
+  }
+
+  static void AppendListAfterPlanHeading(std::string_view text, std::vector<std::string>& plan) {
+    size_t b = 0;
+    bool in_list = false;
+    int taken = 0;
+    while (b < text.size() && taken < 8) {
+      size_t e = text.find('\n', b);
+      if (e == std::string_view::npos) e = text.size();
+      std::string_view line = Trim(text.substr(b, e - b));
+      b = e + 1;
+      std::string lower = Lower(line);
+      bool item = !line.empty() && (line[0] == '-' || line[0] == '*' ||
+                                    (std::isdigit(static_cast<unsigned char>(line[0])) &&
+                                     line.size() > 1 && (line[1] == '.' || line[1] == ')')));
+      if (!item) {
+        in_list = (lower.find("next") != std::string::npos || lower.find("plan") != std::string::npos ||
+                   lower.find("todo") != std::string::npos ||
+                   lower.find("remaining") != std::string::npos ||
+                   lower.find("steps") != std::string::npos) &&
+                  line.size() < 120;
+        continue;
+      }
+      if (!in_list) continue;
+      std::string_view body = line;
+      while (!body.empty() && (body[0] == '-' || body[0] == '*' || body[0] == '.' || body[0] == ')' ||
+                               body[0] == ' ' || std::isdigit(static_cast<unsigned char>(body[0])))) {
+        body.remove_prefix(1);
+      }
+      if (body.empty()) continue;
+      std::string item_text = OneLine(body, kSentenceMax);
+      if (std::find(plan.begin(), plan.end(), item_text) == plan.end()) {
+        plan.push_back(std::move(item_text));
+        ++taken;
+      }
+    }
+  }
+
+  void OnToolCall(const ContentBlock& b, int64_t order) {
+    PendingCall call;
+    call.tool = b.tool_name;
+    call.order = order;
+    if (b.tool_name == "bash") {
+      call.command = JsonStringMember(b.arguments_json, "command").value_or("");
+    }
+    call.path = JsonStringMember(b.arguments_json, "path").value_or("");
+    if (call.path.empty()) call.path = JsonStringMember(b.arguments_json, "file_path").value_or("");
+    if (!call.path.empty() && (b.tool_name == "read" || b.tool_name == "write" || b.tool_name == "edit")) {
+      auto [it, inserted] = facts_.files.try_emplace(call.path);
+      FileActivity& fa = it->second;
+      fa.path = call.path;
+      fa.last_order = order;
+      if (b.tool_name == "read") {
+        if (fa.reads++ == 0) facts_.read_order.push_back(call.path);
+      } else {
+        if (fa.edits + fa.writes == 0) facts_.modified_order.push_back(call.path);
+        (b.tool_name == "edit" ? fa.edits : fa.writes)++;
+        if (!facts_.requests.empty()) AddUnique(facts_.requests.back().modified, call.path);
+      }
+    }
+    if (!b.tool_call_id.empty()) calls_[b.tool_call_id] = std::move(call);
+  }
+
+  static void AddUnique(std::vector<std::string>& v, const std::string& s) {
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+  }
+
+  void RecordCommand(const std::string& raw_command, bool is_error, std::string_view output,
+                     std::optional<int64_t> exit_code, bool cancelled, int64_t order) {
+    CommandRun run;
+    run.order = order;
+    run.command = NormalizeCommand(raw_command);
+    if (run.command.empty()) return;
+    run.family = CommandFamily(run.command);
+    run.inspection = IsInspection(run.family);
+    if (cancelled) {
+      run.outcome = "cancelled";
+    } else if (exit_code) {
+      run.outcome = "exit " + std::to_string(*exit_code);
+      run.ok = *exit_code == 0;
+      // grep & co. exit 1 for "nothing found": an answer, not a failure.
+      if (*exit_code == 1 && run.inspection) {
+        run.ok = true;
+        run.outcome = "exit 1 (no match)";
+      }
+    } else if (is_error) {
+      std::string tail = Lower(output.size() > 400 ? output.substr(output.size() - 400) : output);
+      run.outcome = tail.find("timed out") != std::string::npos ? "timed out"
+                    : (tail.find("aborted") != std::string::npos ||
+                       tail.find("cancelled") != std::string::npos)
+                        ? "cancelled"
+                        : "failed";
+    } else {
+      run.outcome = "exit 0";
+      run.ok = true;
+    }
+    if (!run.ok) {
+      run.detail = ErrorLine(output);
+      if (run.outcome != "cancelled") {
+        ErrorRecord err;
+        err.order = order;
+        err.where = "`" + run.command + "`";
+        err.key = run.command;
+        err.family = run.family;
+        err.message = run.detail.empty() ? run.outcome : run.detail;
+        err.is_command = true;
+        err.inspection = run.inspection;
+        err.outcome = run.outcome;
+        AddError(std::move(err));
+      }
+    } else if (LooksLikeTestOrBuild(Lower(run.command))) {
+      run.detail = ResultLine(output);
+    }
+    if (!facts_.requests.empty()) AddUnique(facts_.requests.back().commands, run.command);
+    facts_.commands.push_back(std::move(run));
+  }
+
+  void AddError(ErrorRecord err) {
+    // The same failure repeated (same place, same line) is one record.
+    for (auto it = facts_.errors.rbegin(); it != facts_.errors.rend(); ++it) {
+      if (it->key == err.key && it->message == err.message) {
+        it->count++;
+        it->order = err.order;
+        return;
+      }
+    }
+    facts_.errors.push_back(std::move(err));
+  }
+
+  void OnToolResult(const Message& m, int64_t order) {
+    std::string text = JoinTextBlocks(m, "\n");
+    facts_.input_chars += static_cast<int64_t>(text.size());
+    auto it = calls_.find(m.tool_call_id);
+    PendingCall call;
+    if (it != calls_.end()) {
+      call = it->second;
+    } else {
+      call.tool = m.tool_name;
+    }
+    if (call.tool == "bash" || (!call.command.empty())) {
+      std::optional<int64_t> code = ParseExitCode(text);
+      if (!m.is_error && code && *code != 0) code.reset();  // an exit line inside normal output
+      RecordCommand(call.command, m.is_error, text, code, false, order);
+      return;
+    }
+    std::string key = call.tool + ":" + call.path;
+    if (m.is_error) {
+      ErrorRecord err;
+      err.order = order;
+      err.where = call.path.empty() ? call.tool : call.tool + " " + call.path;
+      err.key = key;
+      err.family = call.path.empty() ? call.tool : "file:" + call.path;
+      std::string_view t = Trim(text);
+      size_t nl = t.find('\n');
+      err.message = OneLine(nl == std::string_view::npos ? t : t.substr(0, nl), kErrorLineMax);
+      if (err.message.empty()) err.message = "failed";
+      AddError(std::move(err));
+    } else {
+      successes_.push_back({order, key, call.path.empty() ? call.tool : "file:" + call.path, ""});
+    }
+  }
+
+  void OnBash(const Message& m, int64_t order) {
+    facts_.input_chars += static_cast<int64_t>(m.command.size() + m.output.size());
+    std::optional<int64_t> code;
+    if (m.exit_code) code = static_cast<int64_t>(*m.exit_code);
+    RecordCommand(m.command, code && *code != 0, m.output, code, m.cancelled, order);
+  }
+
+  void OnCustom(const Message& m) {
+    std::string text = JoinTextBlocks(m, "\n");
+    facts_.input_chars += static_cast<int64_t>(text.size());
+    std::string_view t = Trim(text);
+    if (t.empty()) return;
+    std::string note = m.custom_type.empty() ? OneLine(t, 240)
+                                             : m.custom_type + ": " + OneLine(t, 240);
+    facts_.notes.push_back(std::move(note));
+  }
+
+  void ResolveErrors() {
+    for (const CommandRun& run : facts_.commands) {
+      if (run.ok) successes_.push_back({run.order, run.command, run.family, run.command});
+    }
+    std::sort(successes_.begin(), successes_.end(),
+              [](const Success& a, const Success& b) { return a.order < b.order; });
+    for (ErrorRecord& err : facts_.errors) {
+      for (const Success& s : successes_) {
+        if (s.order <= err.order) continue;
+        bool same = s.key == err.key || (!err.family.empty() && s.family == err.family);
+        if (!same) continue;
+        err.resolved_at = s.order;
+        err.resolved_by = s.command.empty() ? "a later successful " + err.where
+                                            : "`" + s.command + "` exit 0";
+        break;
+      }
+    }
+    if (!last_weak_plan_.empty() && last_weak_plan_order_ > facts_.plan_order &&
+        last_weak_plan_order_ == last_text_order_) {
+      // No explicit plan since: the assistant's latest intentions are the plan.
+      facts_.plan = std::move(last_weak_plan_);
+      facts_.plan_order = last_weak_plan_order_;
+    }
+    if (answered_) facts_.pending_user_message.clear();
+    // A plan stated before the latest request belongs to an earlier task.
+    if (!facts_.requests.empty() && facts_.plan_order < facts_.requests.back().order) {
+      facts_.plan.clear();
+      facts_.plan_order = -1;
+    }
+  }
+
+  struct Success {
+    int64_t order;
+    std::string key;
+    std::string family;
+    std::string command;
+  };
+
+  Facts facts_;
+  std::unordered_map<std::string, PendingCall> calls_;
+  std::vector<Success> successes_;
+  std::vector<std::string> user_plan_;
+  std::vector<std::string> last_weak_plan_;
+  int64_t last_weak_plan_order_ = -1;
+  int64_t last_text_order_ = -1;
+  bool answered_ = true;
+};
+
+}  // namespace
+
+std::string OneLine(std::string_view text, size_t max_bytes) {
+  return Clip(CollapseSpaces(text), max_bytes);
+}
+
+std::vector<std::string> SplitSentences(std::string_view text) {
+  std::vector<std::string> out;
+  bool in_fence = false;
+  size_t b = 0;
+  while (b <= text.size()) {
+    size_t e = text.find('\n', b);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view line = Trim(text.substr(b, e - b));
+    b = e + 1;
+    if (line.substr(0, 3) == "```") {
+      in_fence = !in_fence;
+      continue;
+    }
+    if (in_fence || line.empty()) continue;
+    // Bullets and quote marks are list syntax, not content.
+    while (!line.empty() && (line[0] == '-' || line[0] == '*' || line[0] == '>' || line[0] == '#')) {
+      line.remove_prefix(1);
+      line = Trim(line);
+    }
+    if (line.size() > 2 && std::isdigit(static_cast<unsigned char>(line[0])) &&
+        (line[1] == '.' || line[1] == ')') && line[2] == ' ') {
+      line = Trim(line.substr(2));
+    }
+    size_t start = 0;
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (c != '.' && c != '!' && c != '?') continue;
+      if (i + 1 < line.size() && line[i + 1] != ' ') continue;
+      size_t next = i + 1;
+      while (next < line.size() && line[next] == ' ') ++next;
+      if (next < line.size() && std::islower(static_cast<unsigned char>(line[next]))) continue;
+      std::string_view s = Trim(line.substr(start, i + 1 - start));
+      if (!s.empty()) out.emplace_back(Clip(s, 600));
+      start = i + 1;
+    }
+    std::string_view rest = Trim(line.substr(std::min(start, line.size())));
+    if (!rest.empty()) out.emplace_back(Clip(rest, 600));
+  }
+  return out;
+}
+
+bool IsConstraintSentence(std::string_view sentence) {
+  std::string_view t = Trim(sentence);
+  if (t.size() < 8 || t.back() == '?') return false;
+  std::string lower = Lower(t);
+  return HasAny(lower, kConstraintCues) || StartsWithAny(lower, kImperativeStarts);
+}
+
+std::string NormalizeCommand(std::string_view command) {
+  std::string c = CollapseSpaces(command);
+  // "cd dir && cmd" runs cmd; the directory is noise for matching.
+  while (c.rfind("cd ", 0) == 0) {
+    size_t amp = c.find(" && ");
+    if (amp == std::string::npos) break;
+    c = c.substr(amp + 4);
+  }
+  for (std::string_view tail : {" 2>&1", " | tail", " | head", " | grep", " | less", " | cat"}) {
+    size_t p = c.find(tail);
+    if (p != std::string::npos && p > 0) c = c.substr(0, p);
+  }
+  return Clip(c, kCommandMax);
+}
+
+std::string CommandFamily(std::string_view normalized) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < normalized.size() && words.size() < 4) {
+    size_t e = normalized.find(' ', i);
+    if (e == std::string_view::npos) e = normalized.size();
+    words.push_back(normalized.substr(i, e - i));
+    i = e + 1;
+  }
+  if (words.empty()) return "";
+  std::string family(words[0]);
+  size_t want = 1;
+  for (size_t k = 1; k < words.size() && want > 0; ++k) {
+    if (words[k].empty() || words[k][0] == '-') {
+      if (words[k] == "-m") {  // python -m pytest
+        family += " -m";
+        ++want;
+      }
+      continue;
+    }
+    family += ' ';
+    family += words[k];
+    --want;
+    if (words[k] == "run" || words[k] == "exec" || words[k] == "x") ++want;  // npm run build
+  }
+  return family;
+}
+
+void ApplySupersession(std::vector<Statement*>& timeline) {
+  std::stable_sort(timeline.begin(), timeline.end(),
+                   [](const Statement* a, const Statement* b) { return a->order < b->order; });
+  std::vector<std::string> lowers;
+  std::vector<std::set<std::string>> words;
+  std::vector<std::set<std::string>> replaced;
+  std::vector<bool> revision;
+  for (const Statement* s : timeline) {
+    lowers.push_back(Lower(s->text + " " + s->reason));
+    words.push_back(ContentWords(Lower(s->text)));
+    replaced.push_back(ReplacedTerms(lowers.back()));
+    revision.push_back(HasAny(lowers.back(), kRevisionCues));
+  }
+  for (size_t later = 0; later < timeline.size(); ++later) {
+    for (size_t earlier = 0; earlier < later; ++earlier) {
+      Statement* a = timeline[earlier];
+      const Statement* b = timeline[later];
+      if (a->superseded || a->order == b->order) continue;
+      bool superseded = false;
+      // "use X instead of Y" retires what said Y (unless it rejected Y too).
+      for (const std::string& term : replaced[later]) {
+        if (words[earlier].count(term) && !NegatesTerm(lowers[earlier], term) &&
+            !replaced[earlier].count(term)) {
+          superseded = true;
+          break;
+        }
+      }
+      if (!superseded) {
+        size_t common = 0;
+        for (const std::string& w : words[earlier]) common += words[later].count(w);
+        size_t small = std::min(words[earlier].size(), words[later].size());
+        size_t large = std::max(words[earlier].size(), words[later].size());
+        if (a->text == b->text) {
+          superseded = true;  // restated: keep the latest copy only
+        } else if (a->kind != b->kind) {
+          superseded = false;  // similarity alone never crosses kinds
+        } else if (revision[later] && common >= 2 && common * 2 >= small) {
+          superseded = true;
+        } else if (common >= 3 && common * 4 >= large * 3) {
+          superseded = true;  // the same statement with a changed detail
+        }
+      }
+      a->superseded = superseded;
+    }
+  }
+}
+
+Result<Facts> ExtractFacts(std::span<const Message> messages,
+                           const std::function<bool()>& is_cancelled) {
+  Extractor extractor;
+  return extractor.Run(messages, is_cancelled);
+}
+
+}  // namespace compactor::summarize
