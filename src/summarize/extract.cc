@@ -20,14 +20,17 @@ constexpr size_t kCommandMax = 160;
 constexpr size_t kErrorLineMax = 220;
 constexpr size_t kScanWindow = 64 * 1024;  // bytes of a tool output scanned at each end
 
+// ASCII lower-casing without the locale machinery of std::tolower (hot path).
 std::string Lower(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
+  }
   return out;
 }
 
 inline bool IsWordChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          (static_cast<unsigned char>(c) >= 0x80);
 }
 
@@ -45,17 +48,6 @@ size_t FindPhrase(std::string_view lower, std::string_view phrase, size_t from =
   }
 }
 
-bool HasPhrase(std::string_view lower, std::string_view phrase) {
-  return FindPhrase(lower, phrase) != std::string_view::npos;
-}
-
-template <size_t N>
-bool HasAny(std::string_view lower, const std::array<std::string_view, N>& phrases) {
-  for (std::string_view p : phrases) {
-    if (HasPhrase(lower, p)) return true;
-  }
-  return false;
-}
 
 template <size_t N>
 bool StartsWithAny(std::string_view lower, const std::array<std::string_view, N>& prefixes) {
@@ -143,6 +135,81 @@ constexpr std::array<std::string_view, 18> kAcknowledgements = {
 constexpr std::array<std::string_view, 10> kGoalCues = {
     "the goal", "my goal", "our goal", "goal:", "i want to", "i'd like to",
     "we need to build", "the task is", "objective", "we are building"};
+
+// All cue lists matched in one pass over a sentence's words: each cue is
+// filed under its first word, so a sentence costs one hash lookup per word
+// instead of one substring search per cue (the hot path on long sessions).
+enum CueBit : uint32_t {
+  kBitConstraint = 1,
+  kBitRevision = 2,
+  kBitStrongDecision = 4,
+  kBitWeakDecision = 8,
+  kBitPlan = 16,
+  kBitWeakPlan = 32,
+  kBitGoal = 64,
+  kBitUserPlan = 128,
+};
+
+inline bool IsCueWordChar(char c) { return IsWordChar(c) || c == '\''; }
+
+class CueMatcher {
+ public:
+  CueMatcher() {
+    AddAll(kConstraintCues, kBitConstraint);
+    AddAll(kRevisionCues, kBitRevision);
+    AddAll(kStrongDecisionCues, kBitStrongDecision);
+    AddAll(kWeakDecisionCues, kBitWeakDecision);
+    AddAll(kPlanCues, kBitPlan);
+    AddAll(kWeakPlanCues, kBitWeakPlan);
+    AddAll(kGoalCues, kBitGoal);
+    AddAll(kUserPlanCues, kBitUserPlan);
+  }
+
+  // Bits of every cue list with a phrase in `lower` (word boundaries as FindPhrase).
+  uint32_t Match(std::string_view lower) const {
+    uint32_t bits = 0;
+    size_t i = 0;
+    while (i < lower.size()) {
+      if (!IsCueWordChar(lower[i])) {
+        ++i;
+        continue;
+      }
+      size_t b = i;
+      while (i < lower.size() && IsCueWordChar(lower[i])) ++i;
+      auto it = by_first_word_.find(lower.substr(b, i - b));
+      if (it == by_first_word_.end()) continue;
+      for (const Cue& cue : it->second) {
+        if ((bits & cue.bit) != 0) continue;
+        std::string_view phrase = cue.phrase;
+        if (lower.compare(b, phrase.size(), phrase) != 0) continue;
+        size_t e = b + phrase.size();
+        if (e < lower.size() && IsWordChar(lower[e]) && IsWordChar(phrase.back())) continue;
+        bits |= cue.bit;
+      }
+    }
+    return bits;
+  }
+
+ private:
+  struct Cue {
+    std::string_view phrase;
+    uint32_t bit;
+  };
+  template <size_t N>
+  void AddAll(const std::array<std::string_view, N>& phrases, uint32_t bit) {
+    for (std::string_view p : phrases) {
+      size_t e = 0;
+      while (e < p.size() && IsCueWordChar(p[e])) ++e;
+      by_first_word_[p.substr(0, e)].push_back(Cue{p, bit});
+    }
+  }
+  std::unordered_map<std::string_view, std::vector<Cue>> by_first_word_;
+};
+
+const CueMatcher& Cues() {
+  static const CueMatcher matcher;
+  return matcher;
+}
 
 const std::set<std::string>& StopWords() {
   static const std::set<std::string> words = {
@@ -239,11 +306,14 @@ bool NegatesTerm(std::string_view lower, std::string_view term) {
   return false;
 }
 
-std::string CollapseSpaces(std::string_view text) {
+// Whitespace runs become one space; stops once `limit` bytes are produced
+// (callers clip anyway, and texts can be megabytes).
+std::string CollapseSpaces(std::string_view text, size_t limit = std::string::npos) {
   std::string out;
-  out.reserve(text.size());
+  out.reserve(std::min(text.size(), limit == std::string::npos ? text.size() : limit + 8));
   bool space = false;
   for (char c : text) {
+    if (out.size() > limit) break;
     if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
       space = !out.empty();
       continue;
@@ -255,27 +325,6 @@ std::string CollapseSpaces(std::string_view text) {
   return out;
 }
 
-// Lines of a large text, limited to the first and last kScanWindow bytes.
-std::vector<std::string_view> ScanLines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  auto add = [&lines](std::string_view part) {
-    size_t b = 0;
-    while (b <= part.size()) {
-      size_t e = part.find('\n', b);
-      if (e == std::string_view::npos) e = part.size();
-      lines.push_back(part.substr(b, e - b));
-      b = e + 1;
-    }
-  };
-  if (text.size() <= 2 * kScanWindow) {
-    add(text);
-  } else {
-    add(text.substr(0, kScanWindow));
-    add(text.substr(text.size() - kScanWindow));
-  }
-  return lines;
-}
-
 bool IsExitLine(std::string_view lower_line) {
   return lower_line.find("exited with code") != std::string_view::npos;
 }
@@ -284,20 +333,52 @@ std::string ErrorLine(std::string_view text) {
   static constexpr std::array<std::string_view, 14> kErrorWords = {
       "error",  "fail",      "exception",  "traceback", "panic",    "fatal",      "cannot",
       "not found", "undefined", "denied", "no such file", "expected", "assert", "segmentation"};
-  std::vector<std::string_view> lines = ScanLines(text);
+  // Search the lowered head and tail of the output; report the first line
+  // holding the most telling word.
+  std::string scanned;
+  if (text.size() <= 2 * kScanWindow) {
+    scanned = Lower(text);
+  } else {
+    scanned = Lower(text.substr(0, kScanWindow));
+    scanned += '\n';
+    scanned += Lower(text.substr(text.size() - kScanWindow));
+  }
+  std::string_view original = text.size() <= 2 * kScanWindow
+                                  ? text
+                                  : std::string_view();  // mapped below when split
+  std::string original_split;
+  if (original.empty() && !text.empty()) {
+    original_split.assign(text.substr(0, kScanWindow));
+    original_split += '\n';
+    original_split.append(text.substr(text.size() - kScanWindow));
+    original = original_split;
+  }
+  auto line_at = [&](size_t pos, size_t* begin, size_t* end) {
+    size_t b = scanned.rfind('\n', pos);
+    *begin = b == std::string::npos ? 0 : b + 1;
+    size_t e = scanned.find('\n', pos);
+    *end = e == std::string::npos ? scanned.size() : e;
+  };
   for (std::string_view word : kErrorWords) {
-    for (std::string_view line : lines) {
-      std::string_view t = Trim(line);
-      if (t.empty() || t.size() > 2000) continue;
-      std::string lower = Lower(t);
-      if (IsExitLine(lower)) continue;
-      if (lower.find(word) != std::string::npos) return OneLine(t, kErrorLineMax);
+    size_t pos = 0;
+    while ((pos = scanned.find(word, pos)) != std::string::npos) {
+      size_t b, e;
+      line_at(pos, &b, &e);
+      std::string_view lower_line(scanned.data() + b, e - b);
+      if (!IsExitLine(lower_line) && e - b <= 2000) {
+        return OneLine(Trim(original.substr(b, e - b)), kErrorLineMax);
+      }
+      pos = e;
     }
   }
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    std::string_view t = Trim(*it);
-    if (t.empty() || IsExitLine(Lower(t))) continue;
-    return OneLine(t, kErrorLineMax);
+  size_t e = scanned.size();
+  while (e > 0) {
+    size_t b = scanned.rfind('\n', e - 1);
+    b = b == std::string::npos ? 0 : b + 1;
+    std::string_view line = Trim(std::string_view(scanned.data() + b, e - b));
+    if (!line.empty() && !IsExitLine(line)) return OneLine(Trim(original.substr(b, e - b)), kErrorLineMax);
+    if (b == 0) break;
+    e = b - 1;
   }
   return "";
 }
@@ -395,6 +476,22 @@ std::string JoinTextBlocks(const Message& m, std::string_view sep) {
   return out;
 }
 
+// The text of a message without copying in the common single-block case.
+std::string_view TextView(const Message& m, std::string_view sep, std::string& storage) {
+  if (m.content_is_string) return m.content_string;
+  const ContentBlock* only = nullptr;
+  int count = 0;
+  for (const ContentBlock& b : m.content) {
+    if (b.kind != ContentBlock::Kind::kText) continue;
+    only = &b;
+    ++count;
+  }
+  if (count == 0) return {};
+  if (count == 1) return only->text;
+  storage = JoinTextBlocks(m, sep);
+  return storage;
+}
+
 struct PendingCall {
   std::string tool;
   std::string command;  // bash
@@ -434,7 +531,8 @@ class Extractor {
 
  private:
   void OnUser(const Message& m, int64_t order) {
-    std::string text = JoinTextBlocks(m, "");
+    std::string storage;
+    std::string_view text = TextView(m, "", storage);
     facts_.input_chars += static_cast<int64_t>(text.size());
     std::string_view t = Trim(text);
     if (t.empty()) return;
@@ -472,15 +570,16 @@ class Extractor {
 
     for (const std::string& s : sentences) {
       std::string ls = Lower(s);
-      if (IsConstraintSentence(s)) {
+      uint32_t cues = Cues().Match(ls);
+      if (IsConstraintSentence(s, ls, cues)) {
         facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, false, 0});
       }
-      if (!is_first && HasAny(ls, kGoalCues) && s.back() != '?') {
+      if (!is_first && (cues & kBitGoal) && s.back() != '?') {
         facts_.goal_statements.push_back(
             Statement{order, OneLine(s, kSentenceMax), "", false, false, 2});
       }
-      MaybeDecision(s, ls, order, nullptr);
-      if (HasAny(ls, kUserPlanCues) && s.back() != '?') {
+      MaybeDecision(s, ls, cues, order, nullptr);
+      if ((cues & kBitUserPlan) && s.back() != '?') {
         user_plan_.push_back(OneLine(s, kSentenceMax));
       }
     }
@@ -491,10 +590,12 @@ class Extractor {
     }
   }
 
-  void MaybeDecision(const std::string& s, const std::string& ls, int64_t order,
+  void MaybeDecision(const std::string& s, const std::string& ls, uint32_t cues, int64_t order,
                      const std::string* next_sentence) {
     if (s.empty() || s.back() == '?') return;
-    bool strong = HasAny(ls, kStrongDecisionCues);
+    bool strong = (cues & kBitStrongDecision) != 0;
+    bool weak = (cues & kBitWeakDecision) != 0;
+    if (!strong && !weak) return;
     size_t reason_at = std::string::npos;
     std::string_view connector;
     for (std::string_view c : kReasonConnectors) {
@@ -504,8 +605,7 @@ class Extractor {
         connector = c;
       }
     }
-    bool weak = HasAny(ls, kWeakDecisionCues);
-    if (!strong && !(weak && reason_at != std::string::npos)) return;
+    if (!strong && reason_at == std::string::npos) return;
     Statement d;
     d.order = order;
     d.kind = 1;
@@ -565,11 +665,12 @@ class Extractor {
     for (size_t k = 0; k < sentences.size(); ++k) {
       const std::string& s = sentences[k];
       std::string ls = Lower(s);
-      MaybeDecision(s, ls, order, k + 1 < sentences.size() ? &sentences[k + 1] : nullptr);
+      uint32_t cues = Cues().Match(ls);
+      MaybeDecision(s, ls, cues, order, k + 1 < sentences.size() ? &sentences[k + 1] : nullptr);
       if (s.back() == '?') continue;
-      if (HasAny(ls, kPlanCues)) {
+      if (cues & kBitPlan) {
         plan.push_back(OneLine(s, kSentenceMax));
-      } else if (HasAny(ls, kWeakPlanCues)) {
+      } else if (cues & kBitWeakPlan) {
         weak_plan.push_back(OneLine(s, kSentenceMax));
       }
     }
@@ -627,11 +728,19 @@ class Extractor {
     PendingCall call;
     call.tool = b.tool_name;
     call.order = order;
-    if (b.tool_name == "bash") {
-      call.command = JsonStringMember(b.arguments_json, "command").value_or("");
-    }
-    call.path = JsonStringMember(b.arguments_json, "path").value_or("");
-    if (call.path.empty()) call.path = JsonStringMember(b.arguments_json, "file_path").value_or("");
+    std::string file_path;
+    // One scan of the arguments (they can hold a whole file) for both fields.
+    ForEachJsonEntry(b.arguments_json, [&](std::string_view key, std::string_view value) {
+      if (value.size() < 2 || value.front() != '"') return;
+      if (key == "path") {
+        call.path = UnescapeJsonString(value.substr(1, value.size() - 2));
+      } else if (key == "file_path") {
+        file_path = UnescapeJsonString(value.substr(1, value.size() - 2));
+      } else if (key == "command" && b.tool_name == "bash") {
+        call.command = UnescapeJsonString(value.substr(1, value.size() - 2));
+      }
+    });
+    if (call.path.empty()) call.path = std::move(file_path);
     if (!call.path.empty() && (b.tool_name == "read" || b.tool_name == "write" || b.tool_name == "edit")) {
       auto [it, inserted] = facts_.files.try_emplace(call.path);
       FileActivity& fa = it->second;
@@ -648,7 +757,10 @@ class Extractor {
     if (!b.tool_call_id.empty()) calls_[b.tool_call_id] = std::move(call);
   }
 
+  // Per-request lists are only shown in part: capping them keeps the
+  // uniqueness check constant-time on sessions with one very long request.
   static void AddUnique(std::vector<std::string>& v, const std::string& s) {
+    if (v.size() >= 16) return;
     if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
   }
 
@@ -683,6 +795,11 @@ class Extractor {
     }
     if (!run.ok) {
       run.detail = ErrorLine(output);
+      if (LooksLikeTestOrBuild(Lower(run.command))) {
+        // "12 passed; 2 failed" says more than the first failing test alone.
+        std::string result = ResultLine(output);
+        if (!result.empty() && result != run.detail) run.detail += " | " + result;
+      }
       if (run.outcome != "cancelled") {
         ErrorRecord err;
         err.order = order;
@@ -715,12 +832,14 @@ class Extractor {
   }
 
   void OnToolResult(const Message& m, int64_t order) {
-    std::string text = JoinTextBlocks(m, "\n");
+    std::string storage;
+    std::string_view text = TextView(m, "\n", storage);
     facts_.input_chars += static_cast<int64_t>(text.size());
     auto it = calls_.find(m.tool_call_id);
     PendingCall call;
     if (it != calls_.end()) {
-      call = it->second;
+      call = std::move(it->second);
+      calls_.erase(it);  // one result per call; keeps the table small
     } else {
       call.tool = m.tool_name;
     }
@@ -755,7 +874,8 @@ class Extractor {
   }
 
   void OnCustom(const Message& m) {
-    std::string text = JoinTextBlocks(m, "\n");
+    std::string storage;
+    std::string_view text = TextView(m, "\n", storage);
     facts_.input_chars += static_cast<int64_t>(text.size());
     std::string_view t = Trim(text);
     if (t.empty()) return;
@@ -815,7 +935,7 @@ class Extractor {
 }  // namespace
 
 std::string OneLine(std::string_view text, size_t max_bytes) {
-  return Clip(CollapseSpaces(text), max_bytes);
+  return Clip(CollapseSpaces(text, max_bytes + 4), max_bytes);
 }
 
 std::vector<std::string> SplitSentences(std::string_view text) {
@@ -859,11 +979,15 @@ std::vector<std::string> SplitSentences(std::string_view text) {
   return out;
 }
 
-bool IsConstraintSentence(std::string_view sentence) {
+bool IsConstraintSentence(std::string_view sentence, std::string_view lower, uint32_t cues) {
   std::string_view t = Trim(sentence);
   if (t.size() < 8 || t.back() == '?') return false;
-  std::string lower = Lower(t);
-  return HasAny(lower, kConstraintCues) || StartsWithAny(lower, kImperativeStarts);
+  return (cues & kBitConstraint) != 0 || StartsWithAny(Trim(lower), kImperativeStarts);
+}
+
+bool IsConstraintSentence(std::string_view sentence) {
+  std::string lower = Lower(Trim(sentence));
+  return IsConstraintSentence(sentence, lower, Cues().Match(lower));
 }
 
 std::string NormalizeCommand(std::string_view command) {
@@ -909,43 +1033,103 @@ std::string CommandFamily(std::string_view normalized) {
   return family;
 }
 
+namespace {
+
+uint64_t HashWord(std::string_view w) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (char c : w) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::vector<uint64_t> HashedWords(const std::set<std::string>& words) {
+  std::vector<uint64_t> out;
+  out.reserve(words.size());
+  for (const std::string& w : words) out.push_back(HashWord(w));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+size_t CommonCount(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  size_t i = 0, j = 0, n = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] < b[j]) {
+      ++i;
+    } else if (b[j] < a[i]) {
+      ++j;
+    } else {
+      ++n;
+      ++i;
+      ++j;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
 void ApplySupersession(std::vector<Statement*>& timeline) {
   std::stable_sort(timeline.begin(), timeline.end(),
                    [](const Statement* a, const Statement* b) { return a->order < b->order; });
-  std::vector<std::string> lowers;
-  std::vector<std::set<std::string>> words;
-  std::vector<std::set<std::string>> replaced;
-  std::vector<bool> revision;
-  for (const Statement* s : timeline) {
-    lowers.push_back(Lower(s->text + " " + s->reason));
-    words.push_back(ContentWords(Lower(s->text)));
-    replaced.push_back(ReplacedTerms(lowers.back()));
-    revision.push_back(HasAny(lowers.back(), kRevisionCues));
+  // A statement repeated word for word keeps only its latest copy; this also
+  // keeps the pairwise pass below small on long sessions.
+  std::map<std::pair<int, std::string_view>, size_t> latest;
+  for (size_t i = 0; i < timeline.size(); ++i) latest[{timeline[i]->kind, timeline[i]->text}] = i;
+  std::vector<Statement*> unique;
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    if (latest[{timeline[i]->kind, timeline[i]->text}] != i) {
+      timeline[i]->superseded = true;
+    } else {
+      unique.push_back(timeline[i]);
+    }
   }
-  for (size_t later = 0; later < timeline.size(); ++later) {
-    for (size_t earlier = 0; earlier < later; ++earlier) {
-      Statement* a = timeline[earlier];
-      const Statement* b = timeline[later];
+  // Revisions refer to recent statements; bound the look-back so the pass stays
+  // linear on sessions with thousands of distinct statements.
+  constexpr size_t kLookBack = 400;
+  struct Info {
+    std::string lower;
+    std::vector<uint64_t> words;
+    std::vector<std::string> replaced;
+    std::vector<uint64_t> replaced_hashes;
+    bool revision = false;
+  };
+  std::vector<Info> info(unique.size());
+  for (size_t i = 0; i < unique.size(); ++i) {
+    Info& in = info[i];
+    in.lower = Lower(unique[i]->text + " " + unique[i]->reason);
+    in.words = HashedWords(ContentWords(Lower(unique[i]->text)));
+    std::set<std::string> replaced = ReplacedTerms(in.lower);
+    in.replaced.assign(replaced.begin(), replaced.end());
+    in.replaced_hashes = HashedWords(replaced);
+    in.revision = (Cues().Match(in.lower) & kBitRevision) != 0;
+  }
+  for (size_t later = 0; later < unique.size(); ++later) {
+    size_t from = later > kLookBack ? later - kLookBack : 0;
+    const Info& bi = info[later];
+    for (size_t earlier = from; earlier < later; ++earlier) {
+      Statement* a = unique[earlier];
+      const Statement* b = unique[later];
       if (a->superseded || a->order == b->order) continue;
+      const Info& ai = info[earlier];
       bool superseded = false;
       // "use X instead of Y" retires what said Y (unless it rejected Y too).
-      for (const std::string& term : replaced[later]) {
-        if (words[earlier].count(term) && !NegatesTerm(lowers[earlier], term) &&
-            !replaced[earlier].count(term)) {
+      for (const std::string& term : bi.replaced) {
+        uint64_t h = HashWord(term);
+        if (std::binary_search(ai.words.begin(), ai.words.end(), h) &&
+            !std::binary_search(ai.replaced_hashes.begin(), ai.replaced_hashes.end(), h) &&
+            !NegatesTerm(ai.lower, term)) {
           superseded = true;
           break;
         }
       }
-      if (!superseded) {
-        size_t common = 0;
-        for (const std::string& w : words[earlier]) common += words[later].count(w);
-        size_t small = std::min(words[earlier].size(), words[later].size());
-        size_t large = std::max(words[earlier].size(), words[later].size());
-        if (a->text == b->text) {
-          superseded = true;  // restated: keep the latest copy only
-        } else if (a->kind != b->kind) {
-          superseded = false;  // similarity alone never crosses kinds
-        } else if (revision[later] && common >= 2 && common * 2 >= small) {
+      if (!superseded && a->kind == b->kind) {
+        size_t common = CommonCount(ai.words, bi.words);
+        size_t small = std::min(ai.words.size(), bi.words.size());
+        size_t large = std::max(ai.words.size(), bi.words.size());
+        if (bi.revision && common >= 2 && common * 2 >= small) {
           superseded = true;
         } else if (common >= 3 && common * 4 >= large * 3) {
           superseded = true;  // the same statement with a changed detail

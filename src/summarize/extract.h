@@ -107,6 +107,8 @@ std::vector<std::string> SplitSentences(std::string_view text);
 std::string NormalizeCommand(std::string_view command);
 std::string CommandFamily(std::string_view normalized);
 bool IsConstraintSentence(std::string_view sentence);
+// Same, with the sentence already lower-cased and its cue bits matched.
+bool IsConstraintSentence(std::string_view sentence, std::string_view lower, uint32_t cues);
 
 }  // namespace compactor::summarize
 

@@ -26,6 +26,9 @@ struct Item {
   int priority = 0;
   int64_t order = 0;
   bool dropped = false;
+  // Quotes text that may hold a revised statement (previous summary lines,
+  // the last messages verbatim): checked by ScrubRetired.
+  bool scrub = false;
 };
 
 std::string Quote(std::string_view s) {
@@ -151,14 +154,16 @@ class Composer {
     AddDecisions();
     AddNextSteps();
     AddCritical();
+    ScrubRetired();
+    Dedupe();
     return std::move(items_);
   }
 
   const Facts& facts() const { return facts_; }
 
  private:
-  void Add(Sec sec, std::string text, int priority, int64_t order) {
-    items_.push_back(Item{sec, std::move(text), priority, order, false});
+  void Add(Sec sec, std::string text, int priority, int64_t order, bool scrub = false) {
+    items_.push_back(Item{sec, std::move(text), priority, order, false, scrub});
   }
 
   // Constraints and decisions from the previous summary join the timeline as
@@ -188,8 +193,12 @@ class Composer {
     for (Statement& s : facts_.decisions) timeline.push_back(&s);
     for (Statement& s : facts_.goal_statements) timeline.push_back(&s);
     summarize::ApplySupersession(timeline);
+    std::set<std::string> live;
     for (Statement* s : timeline) {
-      if (s->superseded) retired_.insert(s->text);
+      if (!s->superseded) live.insert(s->text);
+    }
+    for (Statement* s : timeline) {
+      if (s->superseded && !live.count(s->text)) retired_.insert(s->text);
     }
   }
 
@@ -214,11 +223,13 @@ class Composer {
     if (!previous_.lines[kGoal].empty()) {
       for (const std::string& l : previous_.lines[kGoal]) {
         if (retired_.count(l)) continue;
-        Add(kGoal, n == 0 ? l : "- " + l, n == 0 ? 0 : 2, -1000 + n);
+        Add(kGoal, n == 0 ? l : "- " + l, n == 0 ? 0 : 2, -1000 + n, true);
         ++n;
       }
     }
-    if (!facts_.requests.empty()) {
+    if (n == 0 && !facts_.requests.empty()) {
+      // With a previous summary the goal is already known; new requests are
+      // progress, not a new goal.
       const summarize::Request& first = facts_.requests.front();
       std::string goal = RequestText(first, 700, /*skip_constraints=*/true);
       if (!goal.empty()) {
@@ -263,12 +274,19 @@ class Composer {
     // Previous Done stays done; previous In Progress is done once the user
     // moved on to something new, otherwise still under way.
     int64_t n = -900000;
-    for (const std::string& l : previous_.lines[kDone]) Add(kDone, "- [x] " + l, 3, n++);
+    std::vector<std::string> carried_modified;
+    for (const std::string& l : previous_.lines[kDone]) {
+      if (l.rfind("Files modified:", 0) == 0) {
+        for (std::string& f : BacktickedPaths(l)) carried_modified.push_back(std::move(f));
+        continue;
+      }
+      Add(kDone, "- [x] " + l, 3, n++, true);
+    }
     for (const std::string& l : previous_.lines[kInProgress]) {
       if (new_requests) {
-        Add(kDone, "- [x] " + l, 2, n++);
+        Add(kDone, "- [x] " + l, 2, n++, true);
       } else {
-        Add(kInProgress, "- [ ] " + l, 0, n++);
+        Add(kInProgress, "- [ ] " + l, 0, n++, true);
       }
     }
     for (size_t i = 0; i + 1 < reqs.size(); ++i) {
@@ -279,7 +297,10 @@ class Composer {
       Add(kDone, line, priority, reqs[i].order);
     }
     // Every modified file, with what happened to it (the artifact trail).
-    std::vector<std::string> modified = facts_.modified_order;
+    std::vector<std::string> modified = carried_modified;
+    for (const std::string& f : facts_.modified_order) {
+      if (std::find(modified.begin(), modified.end(), f) == modified.end()) modified.push_back(f);
+    }
     for (const std::string& f : request_.modified_files) {
       if (!facts_.files.count(f) || facts_.files.at(f).edits + facts_.files.at(f).writes == 0) {
         if (std::find(modified.begin(), modified.end(), f) == modified.end()) modified.push_back(f);
@@ -312,7 +333,7 @@ class Composer {
     // Blocked: what still fails.
     for (const std::string& l : previous_.lines[kBlocked]) {
       if (!StillBlocked(l)) continue;
-      Add(kBlocked, "- " + l, 0, n++);
+      Add(kBlocked, "- " + l, 0, n++, true);
     }
     for (const summarize::ErrorRecord& e : facts_.errors) {
       if (e.resolved_at || e.inspection) continue;
@@ -363,7 +384,8 @@ class Composer {
   void AddNextSteps() {
     int64_t n = 0;
     if (!facts_.pending_user_message.empty()) {
-      Add(kNext, "Answer the user's latest message: \"" + facts_.pending_user_message + "\"", 0, n++);
+      Add(kNext, "Answer the user's latest message: \"" + facts_.pending_user_message + "\"", 0, n++,
+          true);
     }
     std::set<std::string> seen;
     for (const std::string& p : facts_.plan) {
@@ -378,7 +400,7 @@ class Composer {
       ++fixes;
     }
     if (n == 0 && !previous_.lines[kNext].empty()) {
-      for (const std::string& l : previous_.lines[kNext]) Add(kNext, l, 1, n++);
+      for (const std::string& l : previous_.lines[kNext]) Add(kNext, l, 1, n++, true);
     }
     if (n == 0 && !facts_.requests.empty()) {
       Add(kNext, "Continue with: " + RequestText(facts_.requests.back(), 240, false), 0, n++);
@@ -433,15 +455,27 @@ class Composer {
     }
     // Files only read (modified ones are listed under Done).
     std::vector<std::string> read;
+    for (const std::string& l : previous_.lines[kCritical]) {
+      if (l.rfind("Files read:", 0) == 0) {
+        for (std::string& f : BacktickedPaths(l)) read.push_back(std::move(f));
+      }
+    }
     std::set<std::string> modified(facts_.modified_order.begin(), facts_.modified_order.end());
+    for (const std::string& l : previous_.lines[kDone]) {
+      if (l.rfind("Files modified:", 0) == 0) {
+        for (std::string& f : BacktickedPaths(l)) modified.insert(std::move(f));
+      }
+    }
+    read.erase(std::remove_if(read.begin(), read.end(),
+                              [&](const std::string& f) { return modified.count(f) > 0; }),
+               read.end());
     modified.insert(request_.modified_files.begin(), request_.modified_files.end());
+    std::set<std::string> listed(read.begin(), read.end());
     for (const std::string& f : facts_.read_order) {
-      if (!modified.count(f)) read.push_back(f);
+      if (!modified.count(f) && listed.insert(f).second) read.push_back(f);
     }
     for (const std::string& f : request_.read_files) {
-      if (!modified.count(f) && std::find(read.begin(), read.end(), f) == read.end()) {
-        read.push_back(f);
-      }
+      if (!modified.count(f) && listed.insert(f).second) read.push_back(f);
     }
     if (!read.empty()) {
       Add(kCritical, "- Files read: " + FileList(read, 40), 3, 1LL << 40);
@@ -457,13 +491,88 @@ class Composer {
     }
     int64_t n = -800000;
     for (const std::string& l : previous_.lines[kCritical]) {
-      if (SupersededCommandLine(l)) continue;
-      Add(kCritical, "- " + l, 3, n++);
+      if (SupersededCommandLine(l) || l.rfind("Files read:", 0) == 0) continue;
+      if (l.rfind("Last assistant message:", 0) == 0 && !facts_.last_assistant_text.empty()) continue;
+      bool is_error = l.rfind("Error in `", 0) == 0;
+      Add(kCritical, "- " + Rejudge(l), is_error ? 2 : 3, n++, true);
     }
     if (!facts_.last_assistant_text.empty()) {
       Add(kCritical, "- Last assistant message: \"" + facts_.last_assistant_text + "\"", 2,
-          LastOrder());
+          LastOrder(), true);
     }
+  }
+
+  // Revised statements never appear as current, wherever they were quoted
+  // (a request line, a previous summary's Done list).
+  void ScrubRetired() {
+    for (Item& it : items_) {
+      if (!it.scrub) continue;
+      for (const std::string& r : retired_) {
+        if (r.size() < 12) continue;
+        size_t p;
+        while ((p = it.text.find(r)) != std::string::npos) it.text.erase(p, r.size());
+      }
+    }
+    items_.erase(std::remove_if(items_.begin(), items_.end(),
+                                [](const Item& it) {
+                                  if (!it.scrub) return false;
+                                  std::string_view t = it.text;
+                                  for (std::string_view m : {"- [x] ", "- [ ] ", "- "}) {
+                                    if (t.rfind(m, 0) == 0) {
+                                      t.remove_prefix(m.size());
+                                      break;
+                                    }
+                                  }
+                                  t = TrimView(t);
+                                  // Nothing left but a parenthetical file note.
+                                  return t.empty() || t.front() == '(';
+                                }),
+                 items_.end());
+  }
+
+  // The same line twice (a request repeated, carried from the previous
+  // summary and seen again) is kept once, at its latest position.
+  void Dedupe() {
+    std::map<std::pair<int, std::string>, size_t> last;
+    for (size_t i = 0; i < items_.size(); ++i) last[{items_[i].sec, items_[i].text}] = i;
+    std::vector<Item> kept;
+    kept.reserve(items_.size());
+    for (size_t i = 0; i < items_.size(); ++i) {
+      if (last[{items_[i].sec, items_[i].text}] == i) kept.push_back(std::move(items_[i]));
+    }
+    items_ = std::move(kept);
+  }
+
+  // Paths in backticks ("`a`, `b`") of one of our own list lines.
+  static std::vector<std::string> BacktickedPaths(std::string_view line) {
+    std::vector<std::string> out;
+    size_t p = 0;
+    while ((p = line.find('`', p)) != std::string_view::npos) {
+      size_t e = line.find('`', p + 1);
+      if (e == std::string_view::npos) break;
+      out.emplace_back(line.substr(p + 1, e - p - 1));
+      p = e + 1;
+    }
+    return out;
+  }
+
+  // A previous "Error in `cmd` ... -> NOT resolved" line, re-judged with the
+  // new runs.
+  std::string Rejudge(const std::string& line) const {
+    constexpr std::string_view kOpen = " -> NOT resolved";
+    if (line.rfind("Error in `", 0) != 0) return line;
+    size_t tail = line.rfind(kOpen);
+    if (tail == std::string::npos || tail + kOpen.size() != line.size()) return line;
+    size_t end = line.find('`', 10);
+    if (end == std::string::npos) return line;
+    std::string cmd = line.substr(10, end - 10);
+    std::string family = summarize::CommandFamily(cmd);
+    for (const summarize::CommandRun& r : facts_.commands) {
+      if (r.ok && (r.command == cmd || r.family == family)) {
+        return line.substr(0, tail) + " -> resolved (later `" + r.command + "` " + r.outcome + ")";
+      }
+    }
+    return line;
   }
 
   // A previous "Ran `cmd` ..." line is replaced by a newer run of that command.
@@ -690,11 +799,13 @@ class OfflineSummarizer : public Summarizer {
       if (s.empty()) return Status::FailedPrecondition("nothing to summarize for a short summary");
       return s;
     }
-    int64_t input_tokens =
-        (facts.input_chars + static_cast<int64_t>(request.previous_summary.size())) / 4;
+    // A previous summary is already dense: carry it at about half its size
+    // on top of the ratio of the new material, so chained updates level off.
+    int64_t input_tokens = facts.input_chars / 4;
     int64_t max_out = request.max_output_tokens > 0 ? request.max_output_tokens
                                                     : DefaultMaxOutputTokens(kind);
-    int64_t budget = static_cast<int64_t>(options_.target_ratio * static_cast<double>(input_tokens));
+    int64_t budget = static_cast<int64_t>(options_.target_ratio * static_cast<double>(input_tokens)) +
+                     static_cast<int64_t>(request.previous_summary.size()) / 8;
     budget = std::max(budget, options_.min_budget_tokens);
     budget = std::min(budget, max_out);
 
