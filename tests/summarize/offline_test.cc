@@ -278,7 +278,8 @@ TEST(OfflineSummarizer, UpdateMergesPreviousSummaryAndAppliesRevisions) {
   std::string s1 = Summarize(first.messages);
   EXPECT_TRUE(Has(s1, "Use tabs for indentation"));  // current at that point
   EXPECT_TRUE(Has(s1, "12 passed; 2 failed"));
-  EXPECT_TRUE(EndsWith(LineWith(s1, "parses_quoted_referrer"), "-> NOT resolved"));
+  EXPECT_TRUE(EndsWith(LineWith(Section(s1, "## Critical Context"), "parses_quoted_referrer"),
+                       "-> NOT resolved"));
 
   Convo second;
   SecondHalf(second);

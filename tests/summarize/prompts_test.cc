@@ -142,6 +142,10 @@ TEST(Prompts, InputBoundKeepsNewestAndFits) {
 
   // A window too small for the fixed parts is an error, not a silent overflow.
   req.max_input_tokens = 500;
+  p = BuildSummaryPrompt(req);
+  ASSERT_TRUE(p.ok());
+  EXPECT_LE(EstimateTextTokens(p->system_prompt) + EstimateTextTokens(p->user_text), 500);
+  req.max_input_tokens = 300;
   EXPECT_EQ(BuildSummaryPrompt(req).status().code(), StatusCode::kFailedPrecondition);
 }
 
@@ -189,7 +193,9 @@ TEST(Prompts, SummarizeInPassesChainsChunksWithinTheWindow) {
     EXPECT_EQ(c.kind, i == 0 ? SummaryKind::kHistory : SummaryKind::kUpdate) << i;
     EXPECT_LE(c.prompt_tokens, 20000) << i;
     EXPECT_EQ(c.omitted, 0u) << "a pass dropped messages";
-    if (i > 0) EXPECT_EQ(c.previous, "## Goal\nsummary " + std::to_string(i));
+    if (i > 0) {
+      EXPECT_EQ(c.previous, "## Goal\nsummary " + std::to_string(i));
+    }
     covered += c.messages;
   }
   EXPECT_EQ(covered, msgs.size());
@@ -213,6 +219,7 @@ TEST(Prompts, SummarizeInPassesWorksWithTheOfflineSummarizer) {
   SummaryRequest req;
   req.messages = msgs;
   req.max_input_tokens = 12000;
+  req.max_output_tokens = 1500;
   auto r = SummarizeInPasses(*offline, req);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_NE(r->find("## Goal\nmessage 0"), std::string::npos) << *r;
