@@ -48,7 +48,6 @@ size_t FindPhrase(std::string_view lower, std::string_view phrase, size_t from =
   }
 }
 
-
 template <size_t N>
 bool StartsWithAny(std::string_view lower, const std::array<std::string_view, N>& prefixes) {
   for (std::string_view p : prefixes) {
@@ -75,66 +74,64 @@ std::string Clip(std::string_view s, size_t max_bytes) {
 }
 
 constexpr std::array<std::string_view, 36> kConstraintCues = {
-    "must",         "mustn't",      "must not",     "never",        "always",
-    "don't",        "do not",       "dont",         "avoid",        "prefer",
-    "preferably",   "instead of",   "rather than",  "make sure",    "ensure",
-    "required",     "requirement",  "should",       "shouldn't",    "should not",
-    "not allowed",  "no longer",    "stick to",     "from now on",  "remember to",
-    "be sure to",   "only use",     "use only",     "keep using",   "stop using",
-    "can't use",    "cannot use",   "constraint",   "important:",   "do not use",
-    "never use"};
+    "must",        "mustn't",    "must not",    "never",      "always",      "don't",
+    "do not",      "dont",       "avoid",       "prefer",     "preferably",  "instead of",
+    "rather than", "make sure",  "ensure",      "required",   "requirement", "should",
+    "shouldn't",   "should not", "not allowed", "no longer",  "stick to",    "from now on",
+    "remember to", "be sure to", "only use",    "use only",   "keep using",  "stop using",
+    "can't use",   "cannot use", "constraint",  "important:", "do not use",  "never use"};
 
 constexpr std::array<std::string_view, 16> kImperativeStarts = {
-    "use ",        "please use ", "keep ",     "please keep ", "let's use ", "lets use ",
-    "let's keep ", "switch to ",  "no ",       "target ",      "stay ",      "only ",
+    "use ",        "please use ",   "keep ",        "please keep ", "let's use ", "lets use ",
+    "let's keep ", "switch to ",    "no ",          "target ",      "stay ",      "only ",
     "please don",  "please do not", "please never", "please always"};
 
 constexpr std::array<std::string_view, 22> kRevisionCues = {
-    "actually",     "instead",      "change of plan", "changed my mind", "scratch that",
-    "forget",       "no longer",    "anymore",        "from now on",     "switch to",
-    "switch from",  "rather than",  "replace",        "update:",         "correction",
-    "revise",       "revised",      "never mind",     "nevermind",       "on second thought",
-    "not anymore",  "we'll now"};
+    "actually",    "instead",     "change of plan", "changed my mind", "scratch that",
+    "forget",      "no longer",   "anymore",        "from now on",     "switch to",
+    "switch from", "rather than", "replace",        "update:",         "correction",
+    "revise",      "revised",     "never mind",     "nevermind",       "on second thought",
+    "not anymore", "we'll now"};
 
 constexpr std::array<std::string_view, 14> kReplacedMarkers = {
-    "instead of ",    "rather than ", "switch from ",  "switching from ", "stop using ",
-    "no longer use ", "not use ",     "don't use ",    "do not use ",     "replace ",
+    "instead of ",    "rather than ",  "switch from ", "switching from ", "stop using ",
+    "no longer use ", "not use ",      "don't use ",   "do not use ",     "replace ",
     "drop ",          "forget about ", "no more ",     "move away from "};
 
 constexpr std::array<std::string_view, 13> kStrongDecisionCues = {
-    "decided",  "decision",    "i'll go with", "we'll go with", "going with",
-    "go with",  "chose",       "chosen",       "opted",         "settled on",
+    "decided",     "decision",     "i'll go with",   "we'll go with", "going with",
+    "go with",     "chose",        "chosen",         "opted",         "settled on",
     "in favor of", "in favour of", "the approach is"};
 
 constexpr std::array<std::string_view, 12> kWeakDecisionCues = {
-    "i'll use",    "i will use", "we'll use",  "we will use", "let's use", "lets use",
-    "switch to",   "switching to", "instead of", "rather than", "prefer", "use "};
+    "i'll use",  "i will use",   "we'll use",  "we will use", "let's use", "lets use",
+    "switch to", "switching to", "instead of", "rather than", "prefer",    "use "};
 
 constexpr std::array<std::string_view, 10> kReasonConnectors = {
-    " because ", " since ",  " so that ",  " so we ",     " due to ",
+    " because ", " since ",   " so that ",  " so we ",      " due to ",
     " as it ",   " as this ", " to avoid ", " given that ", " which means "};
 
 constexpr std::array<std::string_view, 24> kPlanCues = {
-    "next step",   "next steps",   "next,",       "next i",      "next we",     "next:",
-    "then i'll",   "after that",   "afterwards",  "remaining",   "still need",  "still to do",
-    "todo",        "to do:",       "the plan",    "plan:",       "going to",    "will need to",
-    "we need to",  "i need to",    "next up",     "left to do",  "follow-up",   "next, i"};
+    "next step",  "next steps", "next,",      "next i",     "next we",    "next:",
+    "then i'll",  "after that", "afterwards", "remaining",  "still need", "still to do",
+    "todo",       "to do:",     "the plan",   "plan:",      "going to",   "will need to",
+    "we need to", "i need to",  "next up",    "left to do", "follow-up",  "next, i"};
 
 // For user messages: the request itself is not a plan; only what comes after.
 constexpr std::array<std::string_view, 12> kUserPlanCues = {
-    "next step", "next,", "next:", "after that", "afterwards", "then we", "todo",
-    "still need", "remaining", "later we", "once that", "next we"};
+    "next step", "next,",      "next:",     "after that", "afterwards", "then we",
+    "todo",      "still need", "remaining", "later we",   "once that",  "next we"};
 
-constexpr std::array<std::string_view, 6> kWeakPlanCues = {"i'll", "i will", "let me", "now i",
-                                                           "we'll", "we will"};
+constexpr std::array<std::string_view, 6> kWeakPlanCues = {"i'll",  "i will", "let me",
+                                                           "now i", "we'll",  "we will"};
 
 constexpr std::array<std::string_view, 18> kAcknowledgements = {
-    "ok", "okay", "yes", "y", "continue", "go on", "go ahead", "thanks", "thank you", "proceed",
-    "do it", "sure", "yep", "lgtm", "great", "nice", "cool", "k"};
+    "ok",      "okay",  "yes",  "y",   "continue", "go on", "go ahead", "thanks", "thank you",
+    "proceed", "do it", "sure", "yep", "lgtm",     "great", "nice",     "cool",   "k"};
 
 constexpr std::array<std::string_view, 10> kGoalCues = {
-    "the goal", "my goal", "our goal", "goal:", "i want to", "i'd like to",
-    "we need to build", "the task is", "objective", "we are building"};
+    "the goal",    "my goal",          "our goal",    "goal:",     "i want to",
+    "i'd like to", "we need to build", "the task is", "objective", "we are building"};
 
 // All cue lists matched in one pass over a sentence's words: each cue is
 // filed under its first word, so a sentence costs one hash lookup per word
@@ -213,21 +210,21 @@ const CueMatcher& Cues() {
 
 const std::set<std::string>& StopWords() {
   static const std::set<std::string> words = {
-      "the",    "and",    "for",     "with",    "that",   "this",    "from",   "into",   "use",
-      "using",  "used",   "should",  "must",    "always", "never",   "don't",  "dont",   "not",
-      "please", "also",   "all",     "any",     "are",    "was",     "were",   "will",   "would",
-      "can",    "could",  "our",     "your",    "you",    "its",     "it's",   "then",   "than",
-      "instead", "rather", "actually", "make",  "sure",   "keep",    "let's",  "lets",   "just",
-      "only",   "now",    "have",    "has",     "been",   "being",   "what",   "when",   "where",
-      "which",  "who",    "why",     "how",     "there",  "their",   "them",   "they",   "these",
-      "those",  "some",   "more",    "most",    "other",  "such",    "very",   "onto",   "over",
-      "under",  "about",  "after",   "before",  "again",  "like",    "want",   "need",   "let",
-      "via",    "per",    "each",    "every",   "prefer", "avoid",   "does",   "did",    "done",
-      "yes",    "okay",   "same",    "going",   "get",    "got",     "set",    "i'll",   "we'll",
-      "it'll",  "switch", "change",  "changed", "from now", "anymore", "longer", "stop", "ensure",
-      "because", "since", "so",      "to",      "of",     "in",      "on",     "it",     "is",
-      "be",     "we",     "a",       "an",      "or",     "as",      "at",     "by",     "do",
-      "no",     "i",      "me",      "my",      "us",     "if",      "up",     "go"};
+      "the",     "and",    "for",      "with",    "that",     "this",    "from",   "into", "use",
+      "using",   "used",   "should",   "must",    "always",   "never",   "don't",  "dont", "not",
+      "please",  "also",   "all",      "any",     "are",      "was",     "were",   "will", "would",
+      "can",     "could",  "our",      "your",    "you",      "its",     "it's",   "then", "than",
+      "instead", "rather", "actually", "make",    "sure",     "keep",    "let's",  "lets", "just",
+      "only",    "now",    "have",     "has",     "been",     "being",   "what",   "when", "where",
+      "which",   "who",    "why",      "how",     "there",    "their",   "them",   "they", "these",
+      "those",   "some",   "more",     "most",    "other",    "such",    "very",   "onto", "over",
+      "under",   "about",  "after",    "before",  "again",    "like",    "want",   "need", "let",
+      "via",     "per",    "each",     "every",   "prefer",   "avoid",   "does",   "did",  "done",
+      "yes",     "okay",   "same",     "going",   "get",      "got",     "set",    "i'll", "we'll",
+      "it'll",   "switch", "change",   "changed", "from now", "anymore", "longer", "stop", "ensure",
+      "because", "since",  "so",       "to",      "of",       "in",      "on",     "it",   "is",
+      "be",      "we",     "a",        "an",      "or",       "as",      "at",     "by",   "do",
+      "no",      "i",      "me",       "my",      "us",       "if",      "up",     "go"};
   return words;
 }
 
@@ -299,8 +296,8 @@ bool NegatesTerm(std::string_view lower, std::string_view term) {
   size_t p = FindPhrase(lower, term);
   if (p == std::string_view::npos) return false;
   std::string_view before = lower.substr(p >= 24 ? p - 24 : 0, p >= 24 ? 24 : p);
-  for (std::string_view neg : {"never", "don't", "do not", "avoid", "no ", "not ", "stop", "instead of",
-                               "rather than", "without"}) {
+  for (std::string_view neg : {"never", "don't", "do not", "avoid", "no ", "not ", "stop",
+                               "instead of", "rather than", "without"}) {
     if (before.find(neg) != std::string_view::npos) return true;
   }
   return false;
@@ -331,8 +328,8 @@ bool IsExitLine(std::string_view lower_line) {
 
 std::string ErrorLine(std::string_view text) {
   static constexpr std::array<std::string_view, 14> kErrorWords = {
-      "error",  "fail",      "exception",  "traceback", "panic",    "fatal",      "cannot",
-      "not found", "undefined", "denied", "no such file", "expected", "assert", "segmentation"};
+      "error",     "fail",      "exception", "traceback",    "panic",    "fatal",  "cannot",
+      "not found", "undefined", "denied",    "no such file", "expected", "assert", "segmentation"};
   // Search the lowered head and tail of the output; report the first line
   // holding the most telling word.
   std::string scanned;
@@ -343,9 +340,8 @@ std::string ErrorLine(std::string_view text) {
     scanned += '\n';
     scanned += Lower(text.substr(text.size() - kScanWindow));
   }
-  std::string_view original = text.size() <= 2 * kScanWindow
-                                  ? text
-                                  : std::string_view();  // mapped below when split
+  std::string_view original =
+      text.size() <= 2 * kScanWindow ? text : std::string_view();  // mapped below when split
   std::string original_split;
   if (original.empty() && !text.empty()) {
     original_split.assign(text.substr(0, kScanWindow));
@@ -376,7 +372,8 @@ std::string ErrorLine(std::string_view text) {
     size_t b = scanned.rfind('\n', e - 1);
     b = b == std::string::npos ? 0 : b + 1;
     std::string_view line = Trim(std::string_view(scanned.data() + b, e - b));
-    if (!line.empty() && !IsExitLine(line)) return OneLine(Trim(original.substr(b, e - b)), kErrorLineMax);
+    if (!line.empty() && !IsExitLine(line))
+      return OneLine(Trim(original.substr(b, e - b)), kErrorLineMax);
     if (b == 0) break;
     e = b - 1;
   }
@@ -387,9 +384,9 @@ std::string ErrorLine(std::string_view text) {
 // their successes carry no state worth keeping.
 bool IsInspection(std::string_view family) {
   static constexpr std::array<std::string_view, 30> kPrograms = {
-      "grep", "rg",   "ag",    "find", "ls",    "cat",   "head",  "tail",  "wc",    "which",
-      "echo", "awk",  "pwd",   "file", "stat",  "tree",  "du",    "df",    "sleep", "true",
-      "ps",   "diff", "cmp",   "less", "sed -n", "type", "env",   "printenv", "date", "whoami"};
+      "grep", "rg",   "ag",  "find", "ls",     "cat",  "head", "tail",     "wc",    "which",
+      "echo", "awk",  "pwd", "file", "stat",   "tree", "du",   "df",       "sleep", "true",
+      "ps",   "diff", "cmp", "less", "sed -n", "type", "env",  "printenv", "date",  "whoami"};
   std::string_view program = family.substr(0, family.find(' '));
   for (std::string_view p : kPrograms) {
     if (program == p || family == p) return true;
@@ -406,8 +403,8 @@ bool IsInspection(std::string_view family) {
 
 bool LooksLikeTestOrBuild(std::string_view lower_cmd) {
   static constexpr std::array<std::string_view, 18> kWords = {
-      "test", "pytest", "jest", "vitest", "mocha", "ctest", "check", "build", "make",
-      "tsc",  "lint",   "cargo", "go ",   "mvn",   "gradle", "cmake", "ninja", "tox"};
+      "test", "pytest", "jest",  "vitest", "mocha", "ctest",  "check", "build", "make",
+      "tsc",  "lint",   "cargo", "go ",    "mvn",   "gradle", "cmake", "ninja", "tox"};
   for (std::string_view w : kWords) {
     if (lower_cmd.find(w) != std::string_view::npos) return true;
   }
@@ -417,8 +414,8 @@ bool LooksLikeTestOrBuild(std::string_view lower_cmd) {
 // The last line of a test/build output that reports a result.
 std::string ResultLine(std::string_view text) {
   static constexpr std::array<std::string_view, 14> kResultWords = {
-      "passed", "failed", "passing", "failing", "tests:", "test result", "ok ", "pass ",
-      "fail ",  "error",  "warning", "succeeded", "finished", "built target"};
+      "passed", "failed", "passing", "failing", "tests:",    "test result", "ok ",
+      "pass ",  "fail ",  "error",   "warning", "succeeded", "finished",    "built target"};
   std::string_view tail = text.size() > 8192 ? text.substr(text.size() - 8192) : text;
   std::vector<std::string_view> lines;
   size_t b = 0;
@@ -445,7 +442,8 @@ std::string ResultLine(std::string_view text) {
 std::optional<int64_t> ParseExitCode(std::string_view text) {
   std::string_view tail = text.size() > 600 ? text.substr(text.size() - 600) : text;
   std::string lower = Lower(tail);
-  for (std::string_view marker : {"exited with code ", "exit code: ", "exit code ", "exit status "}) {
+  for (std::string_view marker :
+       {"exited with code ", "exit code: ", "exit code ", "exit status "}) {
     size_t p = lower.rfind(marker);
     if (p == std::string::npos) continue;
     size_t i = p + marker.size();
@@ -509,11 +507,21 @@ class Extractor {
       const Message& m = messages[i];
       int64_t order = static_cast<int64_t>(i);
       switch (m.role) {
-        case Role::kUser: OnUser(m, order); break;
-        case Role::kAssistant: OnAssistant(m, order); break;
-        case Role::kToolResult: OnToolResult(m, order); break;
-        case Role::kBashExecution: OnBash(m, order); break;
-        case Role::kCustom: OnCustom(m); break;
+        case Role::kUser:
+          OnUser(m, order);
+          break;
+        case Role::kAssistant:
+          OnAssistant(m, order);
+          break;
+        case Role::kToolResult:
+          OnToolResult(m, order);
+          break;
+        case Role::kBashExecution:
+          OnBash(m, order);
+          break;
+        case Role::kCustom:
+          OnCustom(m);
+          break;
         case Role::kBranchSummary:
           facts_.branch_notes.push_back(m.summary);
           facts_.input_chars += static_cast<int64_t>(m.summary.size());
@@ -522,7 +530,8 @@ class Extractor {
           facts_.prior_summaries.push_back(m.summary);
           facts_.input_chars += static_cast<int64_t>(m.summary.size());
           break;
-        default: break;
+        default:
+          break;
       }
     }
     ResolveErrors();
@@ -539,8 +548,8 @@ class Extractor {
     std::string lower = Lower(t.substr(0, 64));
     std::string_view lt = Trim(lower);
     while (!lt.empty() && (lt.back() == '.' || lt.back() == '!')) lt.remove_suffix(1);
-    bool ack = t.size() <= 20 && std::find(kAcknowledgements.begin(), kAcknowledgements.end(), lt) !=
-                                     kAcknowledgements.end();
+    bool ack = t.size() <= 20 && std::find(kAcknowledgements.begin(), kAcknowledgements.end(),
+                                           lt) != kAcknowledgements.end();
     // "/model", "/compact focus on X": commands to the agent, not requests.
     bool slash_command = t[0] == '/' && t.find('\n') == std::string_view::npos &&
                          t.find('/', 1) == std::string_view::npos;
@@ -572,7 +581,8 @@ class Extractor {
       std::string ls = Lower(s);
       uint32_t cues = Cues().Match(ls);
       if (IsConstraintSentence(s, ls, cues)) {
-        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, false, 0});
+        facts_.constraints.push_back(
+            Statement{order, OneLine(s, kSentenceMax), "", false, false, 0});
       }
       if (!is_first && (cues & kBitGoal) && s.back() != '?') {
         facts_.goal_statements.push_back(
@@ -623,7 +633,8 @@ class Extractor {
         }
       }
     }
-    while (!d.text.empty() && (d.text.back() == ',' || d.text.back() == '.' || d.text.back() == ' ')) {
+    while (!d.text.empty() &&
+           (d.text.back() == ',' || d.text.back() == '.' || d.text.back() == ' ')) {
       d.text.pop_back();
     }
     facts_.decisions.push_back(std::move(d));
@@ -702,17 +713,19 @@ class Extractor {
                                     (std::isdigit(static_cast<unsigned char>(line[0])) &&
                                      line.size() > 1 && (line[1] == '.' || line[1] == ')')));
       if (!item) {
-        in_list = (lower.find("next") != std::string::npos || lower.find("plan") != std::string::npos ||
-                   lower.find("todo") != std::string::npos ||
-                   lower.find("remaining") != std::string::npos ||
-                   lower.find("steps") != std::string::npos) &&
-                  line.size() < 120;
+        in_list =
+            (lower.find("next") != std::string::npos || lower.find("plan") != std::string::npos ||
+             lower.find("todo") != std::string::npos ||
+             lower.find("remaining") != std::string::npos ||
+             lower.find("steps") != std::string::npos) &&
+            line.size() < 120;
         continue;
       }
       if (!in_list) continue;
       std::string_view body = line;
-      while (!body.empty() && (body[0] == '-' || body[0] == '*' || body[0] == '.' || body[0] == ')' ||
-                               body[0] == ' ' || std::isdigit(static_cast<unsigned char>(body[0])))) {
+      while (!body.empty() &&
+             (body[0] == '-' || body[0] == '*' || body[0] == '.' || body[0] == ')' ||
+              body[0] == ' ' || std::isdigit(static_cast<unsigned char>(body[0])))) {
         body.remove_prefix(1);
       }
       if (body.empty()) continue;
@@ -741,7 +754,8 @@ class Extractor {
       }
     });
     if (call.path.empty()) call.path = std::move(file_path);
-    if (!call.path.empty() && (b.tool_name == "read" || b.tool_name == "write" || b.tool_name == "edit")) {
+    if (!call.path.empty() &&
+        (b.tool_name == "read" || b.tool_name == "write" || b.tool_name == "edit")) {
       auto [it, inserted] = facts_.files.try_emplace(call.path);
       FileActivity& fa = it->second;
       fa.path = call.path;
@@ -821,12 +835,13 @@ class Extractor {
 
   void AddError(ErrorRecord err) {
     // The same failure repeated (same place, same line) is one record.
-    for (auto it = facts_.errors.rbegin(); it != facts_.errors.rend(); ++it) {
-      if (it->key == err.key && it->message == err.message) {
-        it->count++;
-        it->order = err.order;
-        return;
-      }
+    auto [it, inserted] =
+        error_index_.try_emplace(err.key + '\n' + err.message, facts_.errors.size());
+    if (!inserted) {
+      ErrorRecord& same = facts_.errors[it->second];
+      same.count++;
+      same.order = err.order;
+      return;
     }
     facts_.errors.push_back(std::move(err));
   }
@@ -879,8 +894,8 @@ class Extractor {
     facts_.input_chars += static_cast<int64_t>(text.size());
     std::string_view t = Trim(text);
     if (t.empty()) return;
-    std::string note = m.custom_type.empty() ? OneLine(t, 240)
-                                             : m.custom_type + ": " + OneLine(t, 240);
+    std::string note =
+        m.custom_type.empty() ? OneLine(t, 240) : m.custom_type + ": " + OneLine(t, 240);
     facts_.notes.push_back(std::move(note));
   }
 
@@ -888,18 +903,35 @@ class Extractor {
     for (const CommandRun& run : facts_.commands) {
       if (run.ok) successes_.push_back({run.order, run.command, run.family, run.command});
     }
-    std::sort(successes_.begin(), successes_.end(),
-              [](const Success& a, const Success& b) { return a.order < b.order; });
+    std::stable_sort(successes_.begin(), successes_.end(),
+                     [](const Success& a, const Success& b) { return a.order < b.order; });
+    // Orders of the successes per key and per family, ascending: an error is
+    // resolved by the first success after it under either.
+    std::unordered_map<std::string, std::vector<size_t>> by_key, by_family;
+    for (size_t i = 0; i < successes_.size(); ++i) {
+      by_key[successes_[i].key].push_back(i);
+      if (!successes_[i].family.empty()) by_family[successes_[i].family].push_back(i);
+    }
+    auto first_after = [&](const std::unordered_map<std::string, std::vector<size_t>>& index,
+                           const std::string& k, int64_t order) -> std::optional<size_t> {
+      auto it = index.find(k);
+      if (it == index.end()) return std::nullopt;
+      const std::vector<size_t>& v = it->second;
+      auto pos = std::upper_bound(v.begin(), v.end(), order,
+                                  [&](int64_t o, size_t idx) { return o < successes_[idx].order; });
+      if (pos == v.end()) return std::nullopt;
+      return *pos;
+    };
     for (ErrorRecord& err : facts_.errors) {
-      for (const Success& s : successes_) {
-        if (s.order <= err.order) continue;
-        bool same = s.key == err.key || (!err.family.empty() && s.family == err.family);
-        if (!same) continue;
-        err.resolved_at = s.order;
-        err.resolved_by = s.command.empty() ? "a later successful " + err.where
-                                            : "`" + s.command + "` exit 0";
-        break;
-      }
+      std::optional<size_t> a = first_after(by_key, err.key, err.order);
+      std::optional<size_t> b =
+          err.family.empty() ? std::nullopt : first_after(by_family, err.family, err.order);
+      std::optional<size_t> best = a && b ? std::min(*a, *b) : a ? a : b;
+      if (!best) continue;
+      const Success& s = successes_[*best];
+      err.resolved_at = s.order;
+      err.resolved_by =
+          s.command.empty() ? "a later successful " + err.where : "`" + s.command + "` exit 0";
     }
     if (!last_weak_plan_.empty() && last_weak_plan_order_ > facts_.plan_order &&
         last_weak_plan_order_ == last_text_order_) {
@@ -924,6 +956,7 @@ class Extractor {
 
   Facts facts_;
   std::unordered_map<std::string, PendingCall> calls_;
+  std::unordered_map<std::string, size_t> error_index_;
   std::vector<Success> successes_;
   std::vector<std::string> user_plan_;
   std::vector<std::string> last_weak_plan_;
@@ -953,7 +986,8 @@ std::vector<std::string> SplitSentences(std::string_view text) {
     }
     if (in_fence || line.empty()) continue;
     // Bullets and quote marks are list syntax, not content.
-    while (!line.empty() && (line[0] == '-' || line[0] == '*' || line[0] == '>' || line[0] == '#')) {
+    while (!line.empty() &&
+           (line[0] == '-' || line[0] == '*' || line[0] == '>' || line[0] == '#')) {
       line.remove_prefix(1);
       line = Trim(line);
     }
@@ -979,9 +1013,26 @@ std::vector<std::string> SplitSentences(std::string_view text) {
   return out;
 }
 
+// Pasted logs, JSON and code are not statements of the user.
+bool LooksLikeProse(std::string_view t) {
+  if (t.find("\\n") != std::string_view::npos || t.find("\":") != std::string_view::npos ||
+      t.find("{\"") != std::string_view::npos) {
+    return false;
+  }
+  size_t letters = 0, other = 0;
+  for (char c : t) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || static_cast<unsigned char>(c) >= 0x80) {
+      ++letters;
+    } else if (c != ' ') {
+      ++other;
+    }
+  }
+  return letters >= 2 * other;
+}
+
 bool IsConstraintSentence(std::string_view sentence, std::string_view lower, uint32_t cues) {
   std::string_view t = Trim(sentence);
-  if (t.size() < 8 || t.back() == '?') return false;
+  if (t.size() < 8 || t.back() == '?' || !LooksLikeProse(t)) return false;
   return (cues & kBitConstraint) != 0 || StartsWithAny(Trim(lower), kImperativeStarts);
 }
 
@@ -991,7 +1042,8 @@ bool IsConstraintSentence(std::string_view sentence) {
 }
 
 std::string NormalizeCommand(std::string_view command) {
-  std::string c = CollapseSpaces(command);
+  // Heredocs can make a command megabytes long; only its head is shown.
+  std::string c = CollapseSpaces(command, 4 * kCommandMax);
   // "cd dir && cmd" runs cmd; the directory is noise for matching.
   while (c.rfind("cd ", 0) == 0) {
     size_t amp = c.find(" && ");

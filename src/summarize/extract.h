@@ -22,9 +22,9 @@ namespace compactor::summarize {
 
 // A statement the user (or the assistant, for decisions) made, in order.
 struct Statement {
-  int64_t order = 0;    // message index (previous-summary items are negative)
-  std::string text;     // one line, clipped
-  std::string reason;   // decisions: the rationale ("" when none was stated)
+  int64_t order = 0;   // message index (previous-summary items are negative)
+  std::string text;    // one line, clipped
+  std::string reason;  // decisions: the rationale ("" when none was stated)
   bool from_previous = false;
   bool superseded = false;
   // What it is (0 constraint, 1 decision, 2 goal): similarity only retires
@@ -34,8 +34,8 @@ struct Statement {
 
 struct Request {
   int64_t order = 0;
-  std::string text;  // first sentences, one line, clipped
-  std::string full;  // whole text, one line, clipped longer (the goal)
+  std::string text;                    // first sentences, one line, clipped
+  std::string full;                    // whole text, one line, clipped longer (the goal)
   std::vector<std::string> sentences;  // first sentences, one line each (to drop revised ones)
   // Work done while this request was the latest one.
   std::vector<std::string> modified;  // unique, in order
@@ -48,8 +48,8 @@ struct CommandRun {
   std::string family;   // program + subcommand, for resolution
   bool ok = false;
   bool inspection = false;  // grep, ls, cat, git status...: read-only look-ups
-  std::string outcome;  // "exit 0", "exit 2", "cancelled", "timed out", "failed"
-  std::string detail;   // error line of a failure, or a result line of a test/build
+  std::string outcome;      // "exit 0", "exit 2", "cancelled", "timed out", "failed"
+  std::string detail;       // error line of a failure, or a result line of a test/build
 };
 
 struct ErrorRecord {
@@ -77,10 +77,10 @@ struct Facts {
   std::vector<Request> requests;
   std::vector<Statement> constraints;
   std::vector<Statement> decisions;
-  std::vector<Statement> goal_statements;  // explicit goal sentences after the first request
-  std::vector<std::string> notes;          // custom (extension) messages, latest last
-  std::vector<std::string> branch_notes;   // summaries of abandoned branches seen in the span
-  std::vector<std::string> prior_summaries;  // compaction summaries inside the span
+  std::vector<Statement> goal_statements;     // explicit goal sentences after the first request
+  std::vector<std::string> notes;             // custom (extension) messages, latest last
+  std::vector<std::string> branch_notes;      // summaries of abandoned branches seen in the span
+  std::vector<std::string> prior_summaries;   // compaction summaries inside the span
   std::map<std::string, FileActivity> files;  // by path
   std::vector<std::string> modified_order;    // paths in first-modification order
   std::vector<std::string> read_order;        // paths in first-read order
@@ -88,7 +88,7 @@ struct Facts {
   std::vector<ErrorRecord> errors;
   std::vector<std::string> plan;  // the latest stated plan, one item per line
   int64_t plan_order = -1;
-  std::string last_assistant_text;  // clipped
+  std::string last_assistant_text;   // clipped
   std::string pending_user_message;  // the span ends with this unanswered user message
   std::string last_assistant_error;  // stop reason "error" on the last assistant
 };
@@ -107,6 +107,8 @@ std::vector<std::string> SplitSentences(std::string_view text);
 std::string NormalizeCommand(std::string_view command);
 std::string CommandFamily(std::string_view normalized);
 bool IsConstraintSentence(std::string_view sentence);
+// Mostly words: not a pasted log, JSON or code line.
+bool LooksLikeProse(std::string_view text);
 // Same, with the sentence already lower-cased and its cue bits matched.
 bool IsConstraintSentence(std::string_view sentence, std::string_view lower, uint32_t cues);
 

@@ -2,6 +2,7 @@
 // sections the LLM prompts ask for, built from the facts extract.cc finds, then
 // cut to an output budget by dropping the least important items first.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -137,7 +138,8 @@ Parsed ParseSummary(std::string_view text) {
 
 class Composer {
  public:
-  Composer(const SummaryRequest& request, Facts facts) : request_(request), facts_(std::move(facts)) {}
+  Composer(const SummaryRequest& request, Facts facts)
+      : request_(request), facts_(std::move(facts)) {}
 
   std::vector<Item> Build() {
     if (!request_.previous_summary.empty()) previous_ = ParseSummary(request_.previous_summary);
@@ -186,6 +188,11 @@ class Composer {
       }
       prev_decisions_.push_back(std::move(d));
     }
+    for (const summarize::CommandRun& r : facts_.commands) {
+      if (!r.ok) continue;
+      ok_commands_[r.command] = &r;
+      ok_families_[r.family] = &r;
+    }
     std::vector<Statement*> timeline;
     for (Statement& s : prev_constraints_) timeline.push_back(&s);
     for (Statement& s : prev_decisions_) timeline.push_back(&s);
@@ -205,17 +212,58 @@ class Composer {
   // A request's text without the sentences a later statement revised.
   std::string RequestText(const summarize::Request& r, size_t max_bytes, bool skip_constraints) {
     std::string out;
+    std::vector<const std::string*> kept;
     for (const std::string& s : r.sentences) {
       if (retired_.count(s)) continue;
       if (skip_constraints && summarize::IsConstraintSentence(s)) continue;
-      if (!out.empty() && out.size() + s.size() + 1 > max_bytes) break;
+      kept.push_back(&s);
+    }
+    // A lead-in such as "Requirements:" means nothing once its list is gone.
+    while (skip_constraints && !kept.empty() && kept.back()->back() == ':') kept.pop_back();
+    for (const std::string* s : kept) {
+      if (!out.empty() && out.size() + s->size() + 1 > max_bytes) break;
       if (!out.empty()) out += ' ';
-      out += s;
+      out += *s;
     }
     if (out.empty() && !r.sentences.empty() && !retired_.count(r.sentences.front())) {
       out = r.sentences.front();
     }
     return OneLine(out, max_bytes);
+  }
+
+  // Share of words made of letters only (a trailing , . : ! ? allowed):
+  // high for a sentence, low for a pasted command line or log.
+  static double PlainWordShare(std::string_view s) {
+    size_t words = 0, plain = 0;
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && s[i] == ' ') ++i;
+      size_t b = i;
+      while (i < s.size() && s[i] != ' ') ++i;
+      if (i == b) break;
+      std::string_view w = s.substr(b, i - b);
+      while (!w.empty() && std::strchr(",.:;!?)'\"", w.back()) != nullptr) w.remove_suffix(1);
+      while (!w.empty() && (w.front() == '(' || w.front() == '"' || w.front() == '\'')) {
+        w.remove_prefix(1);
+      }
+      ++words;
+      bool letters = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '\'' || c == '-';
+      });
+      plain += letters ? 1 : 0;
+    }
+    return words == 0 ? 0.0 : static_cast<double>(plain) / static_cast<double>(words);
+  }
+
+  static size_t WordCount(std::string_view s) {
+    size_t n = 0;
+    bool in_word = false;
+    for (char c : s) {
+      bool w = c != ' ';
+      if (w && !in_word) ++n;
+      in_word = w;
+    }
+    return n;
   }
 
   void AddGoal() {
@@ -229,8 +277,17 @@ class Composer {
     }
     if (n == 0 && !facts_.requests.empty()) {
       // With a previous summary the goal is already known; new requests are
-      // progress, not a new goal.
-      const summarize::Request& first = facts_.requests.front();
+      // progress, not a new goal. Otherwise the first request that says
+      // something ("can leave it" or "yo" do not) states the goal.
+      const summarize::Request* chosen = &facts_.requests.front();
+      for (const summarize::Request& r : facts_.requests) {
+        if (WordCount(r.full) >= 6 && !r.sentences.empty() &&
+            PlainWordShare(r.sentences.front()) >= 0.6) {
+          chosen = &r;
+          break;
+        }
+      }
+      const summarize::Request& first = *chosen;
       std::string goal = RequestText(first, 700, /*skip_constraints=*/true);
       if (!goal.empty()) {
         if (n == 0) {
@@ -290,7 +347,9 @@ class Composer {
       }
     }
     for (size_t i = 0; i + 1 < reqs.size(); ++i) {
-      std::string line = "- [x] " + RequestText(reqs[i], 200, false);
+      std::string text = RequestText(reqs[i], 200, /*skip_constraints=*/true);
+      if (text.empty()) text = "(a request revised later)";
+      std::string line = "- [x] " + text;
       if (!reqs[i].modified.empty()) line += " (changed " + FileList(reqs[i].modified, 4) + ")";
       // Recent requests matter more than old ones.
       int priority = i + 12 >= reqs.size() ? 2 : 3;
@@ -315,7 +374,8 @@ class Composer {
         if (it == facts_.files.end()) continue;
         const summarize::FileActivity& fa = it->second;
         std::string what;
-        if (fa.writes > 0) what = fa.writes == 1 ? "written" : "written x" + std::to_string(fa.writes);
+        if (fa.writes > 0)
+          what = fa.writes == 1 ? "written" : "written x" + std::to_string(fa.writes);
         if (fa.edits > 0) {
           if (!what.empty()) what += ", ";
           what += fa.edits == 1 ? "1 edit" : std::to_string(fa.edits) + " edits";
@@ -353,11 +413,7 @@ class Composer {
     size_t b = a == std::string::npos ? a : line.find('`', a + 1);
     if (b == std::string::npos) return true;
     std::string cmd = line.substr(a + 1, b - a - 1);
-    std::string family = summarize::CommandFamily(cmd);
-    for (const summarize::CommandRun& r : facts_.commands) {
-      if (r.ok && (r.command == cmd || r.family == family)) return false;
-    }
-    return true;
+    return LaterSuccess(cmd) == nullptr;
   }
 
   void AddDecisions() {
@@ -384,8 +440,8 @@ class Composer {
   void AddNextSteps() {
     int64_t n = 0;
     if (!facts_.pending_user_message.empty()) {
-      Add(kNext, "Answer the user's latest message: \"" + facts_.pending_user_message + "\"", 0, n++,
-          true);
+      Add(kNext, "Answer the user's latest message: \"" + facts_.pending_user_message + "\"", 0,
+          n++, true);
     }
     std::set<std::string> seen;
     for (const std::string& p : facts_.plan) {
@@ -492,7 +548,8 @@ class Composer {
     int64_t n = -800000;
     for (const std::string& l : previous_.lines[kCritical]) {
       if (SupersededCommandLine(l) || l.rfind("Files read:", 0) == 0) continue;
-      if (l.rfind("Last assistant message:", 0) == 0 && !facts_.last_assistant_text.empty()) continue;
+      if (l.rfind("Last assistant message:", 0) == 0 && !facts_.last_assistant_text.empty())
+        continue;
       bool is_error = l.rfind("Error in `", 0) == 0;
       Add(kCritical, "- " + Rejudge(l), is_error ? 2 : 3, n++, true);
     }
@@ -565,14 +622,17 @@ class Composer {
     if (tail == std::string::npos || tail + kOpen.size() != line.size()) return line;
     size_t end = line.find('`', 10);
     if (end == std::string::npos) return line;
-    std::string cmd = line.substr(10, end - 10);
-    std::string family = summarize::CommandFamily(cmd);
-    for (const summarize::CommandRun& r : facts_.commands) {
-      if (r.ok && (r.command == cmd || r.family == family)) {
-        return line.substr(0, tail) + " -> resolved (later `" + r.command + "` " + r.outcome + ")";
-      }
-    }
-    return line;
+    const summarize::CommandRun* r = LaterSuccess(line.substr(10, end - 10));
+    if (r == nullptr) return line;
+    return line.substr(0, tail) + " -> resolved (later `" + r->command + "` " + r->outcome + ")";
+  }
+
+  // A successful run in the new messages of `cmd` or of its program.
+  const summarize::CommandRun* LaterSuccess(const std::string& cmd) const {
+    auto it = ok_commands_.find(cmd);
+    if (it != ok_commands_.end()) return it->second;
+    auto f = ok_families_.find(summarize::CommandFamily(cmd));
+    return f == ok_families_.end() ? nullptr : f->second;
   }
 
   // A previous "Ran `cmd` ..." line is replaced by a newer run of that command.
@@ -580,11 +640,10 @@ class Composer {
     if (line.rfind("Ran `", 0) != 0) return false;
     size_t end = line.find('`', 5);
     if (end == std::string::npos) return false;
-    std::string cmd = line.substr(5, end - 5);
-    for (const summarize::CommandRun& r : facts_.commands) {
-      if (r.command == cmd) return true;
+    if (ran_commands_.empty()) {
+      for (const summarize::CommandRun& r : facts_.commands) ran_commands_.insert(r.command);
     }
-    return false;
+    return ran_commands_.count(line.substr(5, end - 5)) > 0;
   }
 
   const SummaryRequest& request_;
@@ -594,6 +653,8 @@ class Composer {
   std::vector<Statement> prev_decisions_;
   std::set<std::string> retired_;
   std::vector<Item> items_;
+  std::map<std::string, const summarize::CommandRun*> ok_commands_, ok_families_;
+  mutable std::set<std::string> ran_commands_;
 };
 
 // ---------------------------------------------------------------------------
@@ -802,10 +863,11 @@ class OfflineSummarizer : public Summarizer {
     // A previous summary is already dense: carry it at about half its size
     // on top of the ratio of the new material, so chained updates level off.
     int64_t input_tokens = facts.input_chars / 4;
-    int64_t max_out = request.max_output_tokens > 0 ? request.max_output_tokens
-                                                    : DefaultMaxOutputTokens(kind);
-    int64_t budget = static_cast<int64_t>(options_.target_ratio * static_cast<double>(input_tokens)) +
-                     static_cast<int64_t>(request.previous_summary.size()) / 8;
+    int64_t max_out =
+        request.max_output_tokens > 0 ? request.max_output_tokens : DefaultMaxOutputTokens(kind);
+    int64_t budget =
+        static_cast<int64_t>(options_.target_ratio * static_cast<double>(input_tokens)) +
+        static_cast<int64_t>(request.previous_summary.size()) / 8;
     budget = std::max(budget, options_.min_budget_tokens);
     budget = std::min(budget, max_out);
 

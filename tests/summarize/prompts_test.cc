@@ -85,9 +85,9 @@ TEST(Prompts, InstructionsNameTheRequiredSections) {
   for (SummaryKind k : {SummaryKind::kHistory, SummaryKind::kUpdate}) {
     std::string_view t = SummaryInstructions(k);
     size_t last = 0;
-    for (const char* h : {"## Goal", "## Constraints & Preferences", "## Progress", "### Done",
-                          "### In Progress", "### Blocked", "## Key Decisions", "## Next Steps",
-                          "## Critical Context"}) {
+    for (const char* h :
+         {"## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
+          "### Blocked", "## Key Decisions", "## Next Steps", "## Critical Context"}) {
       size_t p = t.find(h);
       ASSERT_NE(p, std::string_view::npos) << h;
       EXPECT_GE(p, last) << h;
@@ -157,10 +157,10 @@ class RecordingSummarizer : public Summarizer {
     auto prompt = BuildSummaryPrompt(request);
     if (!prompt.ok()) return prompt.status();
     std::lock_guard<std::mutex> lock(mu_);
-    calls.push_back({EffectiveKind(request), request.messages.size(),
-                     EstimateTextTokens(prompt->system_prompt) +
-                         EstimateTextTokens(prompt->user_text),
-                     prompt->omitted_messages, request.previous_summary});
+    calls.push_back(
+        {EffectiveKind(request), request.messages.size(),
+         EstimateTextTokens(prompt->system_prompt) + EstimateTextTokens(prompt->user_text),
+         prompt->omitted_messages, request.previous_summary});
     return "## Goal\nsummary " + std::to_string(calls.size());
   }
   struct Call {
