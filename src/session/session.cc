@@ -347,9 +347,9 @@ Status Session::Impl::Load() {
     }
     if (!ok && !have_header) {
       // Nothing before the header can be skipped safely: this is not a session file.
-      return Status::Corruption(path + ":" + std::to_string(line_no) +
-                                ": not a pi session file (the first line is not a JSON header: " +
-                                error + ")");
+      return Status::Corruption(
+          path + ":" + std::to_string(line_no) +
+          ": not a pi session file (the first line is not a JSON header: " + error + ")");
     }
     if (!ok) {
       std::string msg = "invalid JSON (" + error + ")";
