@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 
 #include "compactor/summarizer.h"
@@ -69,6 +70,7 @@ Parsed ParseSummary(std::string_view text) {
   Parsed p;
   Sec sec = kCritical;
   bool in_files = false;
+  std::string fence;  // a fenced block kept whole, newlines included
   size_t b = 0;
   while (b <= text.size()) {
     size_t e = text.find('\n', b);
@@ -76,6 +78,21 @@ Parsed ParseSummary(std::string_view text) {
     std::string_view raw = text.substr(b, e - b);
     b = e + 1;
     std::string_view line = TrimView(raw);
+    if (line.substr(0, 3) == "```") {
+      fence += raw;
+      if (fence.size() > raw.size()) {  // closing fence: the block is one item
+        p.lines[sec].push_back(std::move(fence));
+        fence.clear();
+      } else {
+        fence += '\n';
+      }
+      continue;
+    }
+    if (!fence.empty()) {
+      fence += raw;
+      fence += '\n';
+      continue;
+    }
     if (line == "<read-files>" || line == "<modified-files>") {
       in_files = true;
       continue;
@@ -87,11 +104,15 @@ Parsed ParseSummary(std::string_view text) {
     if (in_files || line.empty() || line == "---" || line == "**Turn Context (split turn):**") {
       continue;
     }
-    if (line.substr(0, 2) == "##") {
-      std::string h = Lower(TrimView(line.substr(line.find_first_not_of('#'))));
+    if (line[0] == '#' && line.find_first_not_of('#') != std::string_view::npos &&
+        line[line.find_first_not_of('#')] == ' ') {
+      std::string_view title = TrimView(line.substr(line.find_first_not_of('#')));
+      if (line.substr(0, 2) != "##") continue;  // a document title
+      std::string h = Lower(title);
       if (h.rfind("goal", 0) == 0) {
         sec = kGoal;
-      } else if (h.rfind("constraint", 0) == 0) {
+      } else if (h.rfind("constraint", 0) == 0 || h.find("preference") != std::string::npos ||
+                 h.find("requirement") != std::string::npos) {
         sec = kConstraints;
       } else if (h == "progress" || h.rfind("done", 0) == 0 || h.rfind("early progress", 0) == 0) {
         sec = kDone;
@@ -104,7 +125,10 @@ Parsed ParseSummary(std::string_view text) {
       } else if (h.rfind("next step", 0) == 0 || h.rfind("pending", 0) == 0) {
         sec = kNext;
       } else {
+        // A section of its own (an LLM's "Current Task", "Branch"): keep its
+        // name so its lines stay meaningful under Critical Context.
         sec = kCritical;
+        if (h != "critical context") p.lines[sec].push_back(std::string(title) + ":");
       }
       continue;
     }
@@ -129,6 +153,7 @@ Parsed ParseSummary(std::string_view text) {
       p.lines[sec].emplace_back(body);
     }
   }
+  if (!fence.empty()) p.lines[sec].push_back(std::move(fence));  // unclosed block
   return p;
 }
 
@@ -360,7 +385,11 @@ class Composer {
     for (const std::string& f : facts_.modified_order) {
       if (std::find(modified.begin(), modified.end(), f) == modified.end()) modified.push_back(f);
     }
-    for (const std::string& f : request_.modified_files) {
+    // The cumulative lists describe the whole session; a turn prefix reports
+    // only its own part (the footer carries the rest).
+    std::span<const std::string> known_modified = request_.modified_files;
+    if (request_.kind == SummaryKind::kTurnPrefix) known_modified = {};
+    for (const std::string& f : known_modified) {
       if (!facts_.files.count(f) || facts_.files.at(f).edits + facts_.files.at(f).writes == 0) {
         if (std::find(modified.begin(), modified.end(), f) == modified.end()) modified.push_back(f);
       }
@@ -525,13 +554,17 @@ class Composer {
     read.erase(std::remove_if(read.begin(), read.end(),
                               [&](const std::string& f) { return modified.count(f) > 0; }),
                read.end());
-    modified.insert(request_.modified_files.begin(), request_.modified_files.end());
+    if (request_.kind != SummaryKind::kTurnPrefix) {
+      modified.insert(request_.modified_files.begin(), request_.modified_files.end());
+    }
     std::set<std::string> listed(read.begin(), read.end());
     for (const std::string& f : facts_.read_order) {
       if (!modified.count(f) && listed.insert(f).second) read.push_back(f);
     }
-    for (const std::string& f : request_.read_files) {
-      if (!modified.count(f) && listed.insert(f).second) read.push_back(f);
+    if (request_.kind != SummaryKind::kTurnPrefix) {
+      for (const std::string& f : request_.read_files) {
+        if (!modified.count(f) && listed.insert(f).second) read.push_back(f);
+      }
     }
     if (!read.empty()) {
       Add(kCritical, "- Files read: " + FileList(read, 40), 3, 1LL << 40);
@@ -551,7 +584,8 @@ class Composer {
       if (l.rfind("Last assistant message:", 0) == 0 && !facts_.last_assistant_text.empty())
         continue;
       bool is_error = l.rfind("Error in `", 0) == 0;
-      Add(kCritical, "- " + Rejudge(l), is_error ? 2 : 3, n++, true);
+      // A fenced block (a tree, a snippet) stays verbatim, without a bullet.
+      Add(kCritical, l.rfind("```", 0) == 0 ? l : "- " + Rejudge(l), is_error ? 2 : 3, n++, true);
     }
     if (!facts_.last_assistant_text.empty()) {
       Add(kCritical, "- Last assistant message: \"" + facts_.last_assistant_text + "\"", 2,
@@ -738,7 +772,7 @@ std::string Render(const Layout& layout, const std::vector<Item>& items) {
           if (t.rfind("- ", 0) == 0) t.remove_prefix(2);
           out += std::to_string(++number) + ". ";
           out += t;
-        } else if (src == kGoal || it.text.rfind("- ", 0) == 0) {
+        } else if (src == kGoal || it.text.rfind("- ", 0) == 0 || it.text.rfind("```", 0) == 0) {
           out += it.text;
         } else {
           out += "- " + it.text;

@@ -472,3 +472,37 @@ TEST(OfflineSummarizer, FastOnALargeSummarizedPart) {
 
 }  // namespace
 }  // namespace compactor
+
+namespace compactor {
+namespace {
+
+TEST(OfflineSummarizer, UpdateReadsAnLlmWrittenPreviousSummary) {
+  const std::string previous =
+      "# Context Checkpoint\n\n## Goal\nPort the parser to Rust.\n\n## User Preferences\n"
+      "- Keep the old C parser building until the port is done\n\n## Layout\n```\nsrc/\n"
+      "├── a.rs   # same\n├── b.rs   # same\n```\n\n## Next Steps\n1. Port the lexer\n\n"
+      "<read-files>\nold/read.c\n</read-files>\n\n<modified-files>\nold/mod.c\n</modified-files>";
+  std::vector<Message> msgs = {
+      User("Now port the lexer as planned."),
+      Assistant({Call("c1", "edit", R"({"path":"src/lexer.rs","oldText":"a","newText":"b"})")}),
+      ToolResult("c1", "edit", "Successfully replaced text in src/lexer.rs."),
+  };
+  SummaryRequest req;
+  req.messages = msgs;
+  req.previous_summary = previous;
+  auto s = NewOfflineSummarizer()->Summarize(req);
+  ASSERT_TRUE(s.ok());
+  SCOPED_TRACE(*s);
+  EXPECT_TRUE(Has(Section(*s, "## Goal"), "Port the parser to Rust."));
+  EXPECT_TRUE(Has(Section(*s, "## Constraints & Preferences"),
+                  "Keep the old C parser building until the port is done"));
+  // The fenced block survives whole (both "# same" lines), the title does not.
+  EXPECT_TRUE(Has(*s, "```\nsrc/\n├── a.rs   # same\n├── b.rs   # same\n```"));
+  EXPECT_FALSE(Has(*s, "Context Checkpoint"));
+  // The old footer is not carried as text (the caller appends a fresh one).
+  EXPECT_FALSE(Has(*s, "<read-files>"));
+  EXPECT_TRUE(Has(Section(*s, "## Progress"), "`src/lexer.rs`"));
+}
+
+}  // namespace
+}  // namespace compactor
