@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   RegisterTree(app);
   RegisterTokens(app);
   RegisterMigrate(app);
+  RegisterPlan(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

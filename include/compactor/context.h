@@ -26,6 +26,9 @@ struct ContextMessage {
 
   std::string_view stored;
   std::string owned;
+  // Set on messages a Compactor strategy synthesized when expanding its
+  // compaction entry: "kept-prompt", "elision", "summary". Empty otherwise.
+  std::string_view origin;
 };
 
 struct ModelRef {
@@ -48,6 +51,11 @@ struct ContextOptions {
   // Build for this entry instead of the file's leaf. Unknown id -> kInvalidArgument
   // (pi silently falls back to the last entry; Compactor reports the mistake).
   std::optional<std::string> leaf_id;
+  // Rebuild Compactor's own compaction representations (the user-prompts
+  // strategy: kept prompts, elision marker, user-role summary) instead of
+  // pi's view of the same entry (one compactionSummary message). pi 0.73.1
+  // semantics when false; see docs/strategies.md.
+  bool expand_compactions = false;
 };
 
 Result<SessionContext> BuildSessionContext(const Session& session,

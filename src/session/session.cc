@@ -345,6 +345,12 @@ Status Session::Impl::Load() {
       ok = ParseLine(line, false, &e, &span, &hf, &is_header, &error, parser);
       if (ok) Warn(line_no, "invalid UTF-8 replaced by U+FFFD");
     }
+    if (!ok && !have_header) {
+      // Nothing before the header can be skipped safely: this is not a session file.
+      return Status::Corruption(
+          path + ":" + std::to_string(line_no) +
+          ": not a pi session file (the first line is not a JSON header: " + error + ")");
+    }
     if (!ok) {
       std::string msg = "invalid JSON (" + error + ")";
       if (torn && last_line) {

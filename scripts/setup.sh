@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every dependency Compactor needs on Debian 12 (apt-get, as root or
+# via sudo), configures and builds in Release. Idempotent: packages already
+# present are not reinstalled and an existing build directory is reused.
+#   scripts/setup.sh [BUILD_DIR]      (default: build)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+
+packages=(
+  g++ cmake make pkg-config ca-certificates git
+  libsimdjson-dev nlohmann-json3-dev libfmt-dev libcli11-dev
+  libcurl4-openssl-dev libcpp-httplib-dev libssl-dev libpcre2-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nodejs npm time clang-format
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node from another source (nvm, the machine image) is fine: skip Debian's.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs/}"); missing=("${missing[@]/npm/}")
+fi
+read -r -a missing <<<"${missing[*]:-}"
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+extra=()
+[ "${CI:-}" = "true" ] && extra+=(-DCOMPACTOR_WERROR=ON)
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${extra[@]}" >/dev/null
+cmake --build "$build" -j"$(nproc)"

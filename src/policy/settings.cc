@@ -1,0 +1,351 @@
+#include "compactor/settings.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "compactor/policy.h"
+
+namespace compactor {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kKeepPolicies[] = {"tokens", "turns", "messages", "opencode"};
+
+std::string TypeName(const Json& v) {
+  if (v.is_number()) return "a number";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+
+// Collects values into a CompactionSettings, reporting problems by key path.
+class Reader {
+ public:
+  Reader(std::string_view name, CompactionSettings base) : name_(name), s_(std::move(base)) {}
+
+  Status Error(std::string_view key, std::string_view what) const {
+    return Status::InvalidArgument(fmt::format("settings file {}: {}: {}", name_, key, what));
+  }
+  void Warn(std::string message) { warnings_.push_back({std::string(name_), std::move(message)}); }
+
+  Status Bool(const Json& v, std::string_view key, bool& out) {
+    if (!v.is_boolean()) return Error(key, "expected true or false, got " + TypeName(v));
+    out = v.get<bool>();
+    return Status::Ok();
+  }
+  Status String(const Json& v, std::string_view key, std::string& out) {
+    if (!v.is_string()) return Error(key, "expected a string, got " + TypeName(v));
+    out = v.get<std::string>();
+    if (out.empty()) return Error(key, "must not be empty");
+    return Status::Ok();
+  }
+  Status Number(const Json& v, std::string_view key, double& out) {
+    if (!v.is_number()) return Error(key, "expected a number, got " + TypeName(v));
+    out = v.get<double>();
+    if (!std::isfinite(out)) return Error(key, "must be finite");
+    return Status::Ok();
+  }
+  // An integral number >= min (token counts may be written as 16384.0 but not 0.5).
+  Status Integer(const Json& v, std::string_view key, int64_t min, int64_t& out) {
+    double d = 0;
+    RETURN_IF_ERROR(Number(v, key, d));
+    if (d != std::floor(d) || std::fabs(d) > 9.0e15) {
+      return Error(key, fmt::format("expected a whole number, got {}", v.dump()));
+    }
+    if (d < static_cast<double>(min)) {
+      return Error(key, fmt::format("must be at least {}, got {}", min, v.dump()));
+    }
+    out = static_cast<int64_t>(d);
+    return Status::Ok();
+  }
+  Status Int(const Json& v, std::string_view key, int min, int& out) {
+    int64_t x = 0;
+    RETURN_IF_ERROR(Integer(v, key, min, x));
+    if (x > std::numeric_limits<int>::max()) return Error(key, "is too large");
+    out = static_cast<int>(x);
+    return Status::Ok();
+  }
+
+  Status Pruning(const Json& obj, std::string_view prefix) {
+    if (!obj.is_object()) return Error(prefix, "expected an object, got " + TypeName(obj));
+    PruningSettings& p = s_.pruning;
+    for (const auto& [key, v] : obj.items()) {
+      std::string path = fmt::format("{}.{}", prefix, key);
+      if (key == "enabled") {
+        RETURN_IF_ERROR(Bool(v, path, p.enabled));
+      } else if (key == "protectTokens") {
+        RETURN_IF_ERROR(Integer(v, path, 0, p.protect_tokens));
+      } else if (key == "minimumSavings") {
+        RETURN_IF_ERROR(Integer(v, path, 0, p.minimum_savings));
+      } else if (key == "protectedTools") {
+        if (!v.is_array())
+          return Error(path, "expected an array of tool names, got " + TypeName(v));
+        std::vector<std::string> tools;
+        for (const auto& t : v) {
+          if (!t.is_string())
+            return Error(path, "expected tool names (strings), got " + TypeName(t));
+          tools.push_back(t.get<std::string>());
+        }
+        p.protected_tools = std::move(tools);
+      } else {
+        Warn(fmt::format("unknown key \"{}\" (ignored)", path));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Reads the compaction keys of `obj`. `top_level_lenient`: unknown keys are
+  // other applications' settings (a pi settings.json) and are not reported.
+  Status Keys(const Json& obj, std::string_view prefix, bool lenient) {
+    for (const auto& [key, v] : obj.items()) {
+      std::string path = prefix.empty() ? key : fmt::format("{}.{}", prefix, key);
+      if (key == "enabled") {
+        RETURN_IF_ERROR(Bool(v, path, s_.enabled));
+      } else if (key == "strategy") {
+        RETURN_IF_ERROR(String(v, path, s_.strategy));
+      } else if (key == "reserveTokens") {
+        RETURN_IF_ERROR(Integer(v, path, 0, s_.reserve_tokens));
+      } else if (key == "keepRecentTokens") {
+        RETURN_IF_ERROR(Integer(v, path, 0, s_.keep_recent_tokens));
+      } else if (key == "thresholdPercent") {
+        RETURN_IF_ERROR(Number(v, path, s_.threshold_percent));
+      } else if (key == "thresholdTokens") {
+        RETURN_IF_ERROR(Integer(v, path, std::numeric_limits<int64_t>::min(), s_.threshold_tokens));
+      } else if (key == "contextWindow") {
+        RETURN_IF_ERROR(Integer(v, path, 0, s_.context_window));
+      } else if (key == "trigger") {
+        RETURN_IF_ERROR(String(v, path, s_.trigger));
+        if (!ParseTriggerPreset(s_.trigger).ok()) {
+          return Error(path, fmt::format("unknown trigger preset \"{}\" (expected one of {})",
+                                         s_.trigger, TriggerPresetNames()));
+        }
+      } else if (key == "keepPolicy") {
+        RETURN_IF_ERROR(String(v, path, s_.keep_policy));
+        bool known = false;
+        for (auto k : kKeepPolicies) known = known || k == s_.keep_policy;
+        if (!known) {
+          return Error(path, fmt::format("unknown keep policy \"{}\" (expected tokens, turns, "
+                                         "messages or opencode)",
+                                         s_.keep_policy));
+        }
+      } else if (key == "keepTurns") {
+        RETURN_IF_ERROR(Int(v, path, 1, s_.keep_turns));
+      } else if (key == "keepMessages") {
+        RETURN_IF_ERROR(Int(v, path, 1, s_.keep_messages));
+      } else if (key == "tokenizer") {
+        RETURN_IF_ERROR(String(v, path, s_.tokenizer));
+      } else if (key == "pruning") {
+        RETURN_IF_ERROR(Pruning(v, path));
+      } else if (key == "compaction" && prefix.empty()) {
+        continue;  // handled by the caller
+      } else if (!lenient) {
+        Warn(fmt::format("unknown key \"{}\" (ignored)", path));
+      }
+    }
+    return Status::Ok();
+  }
+
+  LoadedSettings Take() && { return {std::move(s_), std::move(warnings_)}; }
+
+ private:
+  std::string_view name_;
+  CompactionSettings s_;
+  std::vector<SettingsWarning> warnings_;
+};
+
+class PosixFileSystem final : public SettingsFileSystem {
+ public:
+  Result<FileStamp> Stat(const std::string& path) override {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return FileStamp{};
+      return Status::IoError(fmt::format("settings file {}: {}", path, std::strerror(errno)));
+    }
+    FileStamp s;
+    s.exists = true;
+    s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    s.size = static_cast<int64_t>(st.st_size);
+    s.inode = static_cast<uint64_t>(st.st_ino);
+    if (S_ISDIR(st.st_mode)) {
+      return Status::IoError(fmt::format("settings file {}: is a directory", path));
+    }
+    return s;
+  }
+  Result<std::string> ReadFile(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT)
+        return Status::NotFound(fmt::format("settings file {}: not found", path));
+      return Status::IoError(fmt::format("settings file {}: {}", path, std::strerror(errno)));
+    }
+    std::string out;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        ::close(fd);
+        return Status::IoError(fmt::format("settings file {}: {}", path, std::strerror(e)));
+      }
+      if (n == 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::string SettingsWarning::ToString() const { return file + ": " + message; }
+
+Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view name,
+                                         const CompactionSettings& base) {
+  Json doc = Json::parse(json, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (doc.is_discarded()) {
+    // Re-parse with exceptions only to get nlohmann's position-bearing message.
+    std::string detail = "invalid JSON";
+    try {
+      Json ignored = Json::parse(json, nullptr, true, true);
+      (void)ignored;
+    } catch (const Json::exception& e) {
+      detail = fmt::format("invalid JSON ({})", e.what());
+    }
+    return Status::InvalidArgument(fmt::format("settings file {}: {}", name, detail));
+  }
+  if (!doc.is_object()) {
+    return Status::InvalidArgument(
+        fmt::format("settings file {}: expected a JSON object, got {}", name, TypeName(doc)));
+  }
+  Reader reader(name, base);
+  auto nested = doc.find("compaction");
+  bool has_nested = nested != doc.end();
+  if (has_nested && !nested->is_object()) {
+    return Status::InvalidArgument(fmt::format(
+        "settings file {}: compaction: expected an object, got {}", name, TypeName(*nested)));
+  }
+  // A pi-style file carries other applications' settings at the top level.
+  RETURN_IF_ERROR(reader.Keys(doc, "", /*lenient=*/has_nested));
+  if (has_nested) RETURN_IF_ERROR(reader.Keys(*nested, "compaction", /*lenient=*/false));
+  LoadedSettings loaded = std::move(reader).Take();
+  Status valid = ValidateSettings(loaded.settings);
+  if (!valid.ok()) {
+    return Status::InvalidArgument(fmt::format("settings file {}: {}", name, valid.message()));
+  }
+  return loaded;
+}
+
+Status ValidateSettings(const CompactionSettings& s) {
+  if (s.reserve_tokens < 0) return Status::InvalidArgument("reserveTokens must not be negative");
+  if (s.keep_recent_tokens < 0) {
+    return Status::InvalidArgument("keepRecentTokens must not be negative");
+  }
+  if (s.context_window < 0) return Status::InvalidArgument("contextWindow must not be negative");
+  if (s.keep_turns < 1) return Status::InvalidArgument("keepTurns must be at least 1");
+  if (s.keep_messages < 1) return Status::InvalidArgument("keepMessages must be at least 1");
+  if (!ParseTriggerPreset(s.trigger).ok()) {
+    return Status::InvalidArgument(fmt::format("unknown trigger preset \"{}\"", s.trigger));
+  }
+  bool known_policy = false;
+  for (auto k : kKeepPolicies) known_policy = known_policy || k == s.keep_policy;
+  if (!known_policy) {
+    return Status::InvalidArgument(fmt::format("unknown keep policy \"{}\"", s.keep_policy));
+  }
+  return Status::Ok();
+}
+
+std::shared_ptr<SettingsFileSystem> RealSettingsFileSystem() {
+  static auto fs = std::make_shared<PosixFileSystem>();
+  return fs;
+}
+
+Result<LoadedSettings> LoadSettingsFile(const std::string& path, SettingsFileSystem& fs,
+                                        const CompactionSettings& base) {
+  ASSIGN_OR_RETURN(std::string text, fs.ReadFile(path));
+  return ParseSettingsJson(text, path, base);
+}
+
+SettingsSource::SettingsSource(std::optional<std::string> path, CompactionSettings base,
+                               std::shared_ptr<SettingsFileSystem> fs)
+    : path_(std::move(path)), base_(std::move(base)), fs_(std::move(fs)), current_(base_) {}
+
+Result<CompactionSettings> SettingsSource::Get() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!path_) return current_;
+  ASSIGN_OR_RETURN(SettingsFileSystem::FileStamp stamp, fs_->Stat(*path_));
+  if (!stamp.exists) {
+    stamp_.reset();
+    cached_error_.reset();
+    return Status::NotFound(fmt::format("settings file {}: not found", *path_));
+  }
+  if (stamp_ && *stamp_ == stamp) {
+    if (cached_error_) return *cached_error_;
+    return current_;
+  }
+  stamp_ = stamp;
+  ++reload_count_;
+  Result<LoadedSettings> loaded = LoadSettingsFile(*path_, *fs_, base_);
+  if (!loaded.ok()) {
+    cached_error_ = loaded.status();
+    return loaded.status();
+  }
+  cached_error_.reset();
+  current_ = std::move(loaded->settings);
+  warnings_ = std::move(loaded->warnings);
+  return current_;
+}
+
+std::vector<SettingsWarning> SettingsSource::warnings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warnings_;
+}
+
+CompactionSettings SettingsSource::last_good() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+int SettingsSource::reload_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reload_count_;
+}
+
+std::string SettingsToJson(const CompactionSettings& s) {
+  nlohmann::ordered_json j;
+  j["enabled"] = s.enabled;
+  j["strategy"] = s.strategy;
+  j["reserveTokens"] = s.reserve_tokens;
+  j["keepRecentTokens"] = s.keep_recent_tokens;
+  if (s.threshold_percent == std::floor(s.threshold_percent)) {
+    j["thresholdPercent"] = static_cast<int64_t>(s.threshold_percent);
+  } else {
+    j["thresholdPercent"] = s.threshold_percent;
+  }
+  j["thresholdTokens"] = s.threshold_tokens;
+  j["contextWindow"] = s.context_window;
+  j["trigger"] = s.trigger;
+  j["keepPolicy"] = s.keep_policy;
+  j["keepTurns"] = s.keep_turns;
+  j["keepMessages"] = s.keep_messages;
+  j["tokenizer"] = s.tokenizer;
+  j["pruning"] = {{"enabled", s.pruning.enabled},
+                  {"protectTokens", s.pruning.protect_tokens},
+                  {"minimumSavings", s.pruning.minimum_savings},
+                  {"protectedTools", s.pruning.protected_tools}};
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace compactor

@@ -1,0 +1,209 @@
+#include "compactor/file_ops.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+namespace compactor {
+namespace {
+
+using Json = nlohmann::json;
+
+Json ParseOrNull(std::string_view text) {
+  if (text.empty()) return Json();
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? Json() : j;
+}
+
+// Next code point of UTF-8 `s` at `i` (advancing `i`); invalid bytes decode as
+// U+FFFD, one byte at a time, as Node's decoder does.
+uint32_t NextCodePoint(std::string_view s, size_t& i) {
+  auto b = static_cast<unsigned char>(s[i]);
+  if (b < 0x80) {
+    ++i;
+    return b;
+  }
+  int len = 0;
+  uint32_t cp = 0;
+  if ((b & 0xE0) == 0xC0) {
+    len = 2;
+    cp = b & 0x1F;
+  } else if ((b & 0xF0) == 0xE0) {
+    len = 3;
+    cp = b & 0x0F;
+  } else if ((b & 0xF8) == 0xF0) {
+    len = 4;
+    cp = b & 0x07;
+  } else {
+    ++i;
+    return 0xFFFD;
+  }
+  if (i + len > s.size()) {
+    ++i;
+    return 0xFFFD;
+  }
+  for (int k = 1; k < len; ++k) {
+    auto c = static_cast<unsigned char>(s[i + k]);
+    if ((c & 0xC0) != 0x80) {
+      ++i;
+      return 0xFFFD;
+    }
+    cp = (cp << 6) | (c & 0x3F);
+  }
+  i += len;
+  return cp;
+}
+
+// Appends the UTF-16 code units of `cp` to `units` (at most 2).
+int Utf16Units(uint32_t cp, uint16_t units[2]) {
+  if (cp >= 0x10000) {
+    cp -= 0x10000;
+    units[0] = static_cast<uint16_t>(0xD800 + (cp >> 10));
+    units[1] = static_cast<uint16_t>(0xDC00 + (cp & 0x3FF));
+    return 2;
+  }
+  units[0] = static_cast<uint16_t>(cp);
+  return 1;
+}
+
+void AddPath(const Json& arguments, const std::string& tool, FileOps& ops) {
+  if (!arguments.is_object()) return;
+  auto it = arguments.find("path");
+  if (it == arguments.end() || !it->is_string()) return;
+  std::string path = it->get<std::string>();
+  if (path.empty()) return;
+  if (tool == "read") {
+    ops.read.insert(std::move(path));
+  } else if (tool == "write") {
+    ops.written.insert(std::move(path));
+  } else if (tool == "edit") {
+    ops.edited.insert(std::move(path));
+  }
+}
+
+bool IsFileTool(std::string_view name) {
+  return name == "read" || name == "write" || name == "edit";
+}
+
+}  // namespace
+
+bool Utf16Less(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  uint16_t ua[2], ub[2];
+  int na = 0, nb = 0, pa = 0, pb = 0;
+  for (;;) {
+    if (pa == na) {
+      if (i >= a.size()) {
+        na = 0;
+      } else {
+        na = Utf16Units(NextCodePoint(a, i), ua);
+      }
+      pa = 0;
+    }
+    if (pb == nb) {
+      if (j >= b.size()) {
+        nb = 0;
+      } else {
+        nb = Utf16Units(NextCodePoint(b, j), ub);
+      }
+      pb = 0;
+    }
+    if (na == 0 || nb == 0) return na == 0 && nb != 0;
+    if (ua[pa] != ub[pb]) return ua[pa] < ub[pb];
+    ++pa;
+    ++pb;
+  }
+}
+
+void ExtractFileOps(const Message& message, FileOps& ops) {
+  if (message.role != Role::kAssistant) return;
+  for (const ContentBlock& block : message.content) {
+    if (block.kind != ContentBlock::Kind::kToolCall || !IsFileTool(block.tool_name)) continue;
+    AddPath(ParseOrNull(block.arguments_json), block.tool_name, ops);
+  }
+}
+
+void ExtractFileOpsFromJson(std::string_view message_json, FileOps& ops) {
+  Json m = ParseOrNull(message_json);
+  if (!m.is_object()) return;
+  auto role = m.find("role");
+  if (role == m.end() || !role->is_string() || *role != "assistant") return;
+  auto content = m.find("content");
+  if (content == m.end() || !content->is_array()) return;
+  for (const Json& block : *content) {
+    if (!block.is_object()) continue;
+    auto type = block.find("type");
+    auto name = block.find("name");
+    auto args = block.find("arguments");
+    if (type == block.end() || *type != "toolCall" || name == block.end() || !name->is_string() ||
+        args == block.end()) {
+      continue;
+    }
+    AddPath(*args, name->get<std::string>(), ops);
+  }
+}
+
+void SeedFileOpsFromDetails(std::string_view details_json, FileOps& ops) {
+  Json d = ParseOrNull(details_json);
+  if (!d.is_object()) return;
+  if (auto it = d.find("readFiles"); it != d.end() && it->is_array()) {
+    for (const Json& f : *it) {
+      if (f.is_string()) ops.read.insert(f.get<std::string>());
+    }
+  }
+  if (auto it = d.find("modifiedFiles"); it != d.end() && it->is_array()) {
+    for (const Json& f : *it) {
+      if (f.is_string()) ops.edited.insert(f.get<std::string>());
+    }
+  }
+}
+
+FileLists ComputeFileLists(const FileOps& ops) {
+  std::set<std::string> modified = ops.edited;
+  modified.insert(ops.written.begin(), ops.written.end());
+  FileLists lists;
+  for (const std::string& f : ops.read) {
+    if (!modified.count(f)) lists.read_files.push_back(f);
+  }
+  lists.modified_files.assign(modified.begin(), modified.end());
+  auto less = [](const std::string& a, const std::string& b) { return Utf16Less(a, b); };
+  std::sort(lists.read_files.begin(), lists.read_files.end(), less);
+  std::sort(lists.modified_files.begin(), lists.modified_files.end(), less);
+  return lists;
+}
+
+std::string FormatFileOperations(const FileLists& lists) {
+  std::string out;
+  auto section = [&out](std::string_view tag, const std::vector<std::string>& files) {
+    if (files.empty()) return;
+    out += "\n\n<";
+    out += tag;
+    out += ">\n";
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (i) out += '\n';
+      out += files[i];
+    }
+    out += "\n</";
+    out += tag;
+    out += '>';
+  };
+  section("read-files", lists.read_files);
+  section("modified-files", lists.modified_files);
+  return out;
+}
+
+}  // namespace compactor
+
+namespace compactor {
+
+void ExtractFileOps(std::span<const Message> messages, FileOps& ops) {
+  for (const Message& m : messages) ExtractFileOps(m, ops);
+}
+
+void SeedFileOps(std::span<const std::string> read_files,
+                 std::span<const std::string> modified_files, FileOps& ops) {
+  for (const std::string& f : read_files) ops.read.insert(f);
+  for (const std::string& f : modified_files) ops.edited.insert(f);
+}
+
+}  // namespace compactor

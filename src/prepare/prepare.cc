@@ -1,0 +1,218 @@
+// pi 0.73.1's prepareCompaction over a Session (compaction-algorithms.md A4),
+// with Compactor's fixes and keep policies.
+#include "compactor/prepare.h"
+
+#include <unordered_map>
+#include <utility>
+
+namespace compactor {
+namespace {
+
+// Maps entry indices to their message in the rebuilt context.
+class ContextIndex {
+ public:
+  explicit ContextIndex(const SessionContext& context) : context_(context) {
+    by_entry_.reserve(context.messages.size());
+    for (size_t i = 0; i < context.messages.size(); ++i) {
+      // A compaction's summary is emitted first and carries the compaction's
+      // entry index; it never stands for a path entry in a summarized range.
+      if (context.messages[i].role == Role::kCompactionSummary) continue;
+      by_entry_.emplace(context.messages[i].entry_index, i);
+    }
+  }
+  const ContextMessage* Find(size_t entry_index) const {
+    auto it = by_entry_.find(entry_index);
+    return it == by_entry_.end() ? nullptr : &context_.messages[it->second];
+  }
+
+ private:
+  const SessionContext& context_;
+  std::unordered_map<size_t, size_t> by_entry_;
+};
+
+// pi's getMessageFromEntryForCompaction: the message an entry contributes to a
+// summarized range (compactions and metadata contribute none).
+std::optional<ContextMessage> MessageFor(const Session& session, const ContextIndex& index,
+                                         size_t entry_index) {
+  const Entry& e = session.entry(entry_index);
+  switch (e.type) {
+    case EntryType::kMessage:
+    case EntryType::kCustomMessage:
+    case EntryType::kBranchSummary: {
+      if (const ContextMessage* m = index.Find(entry_index)) return *m;
+      ContextMessage m;
+      m.entry_index = entry_index;
+      if (e.type == EntryType::kMessage) {
+        m.role = e.role;
+        m.stored = session.MessageJson(entry_index);
+        return m;
+      }
+      if (e.type == EntryType::kBranchSummary) {
+        // The context skips empty branch summaries; pi's preparation does not.
+        m.role = Role::kBranchSummary;
+        m.owned = MakeBranchSummaryJson(session.StringField(entry_index, "summary").value_or(""),
+                                        e.from_id, e.timestamp_ms);
+        return m;
+      }
+      return std::nullopt;  // every custom_message on the path is in the context
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+int64_t EstimateOf(const ContextMessage& m) { return EstimateMessageTokens(m.json()); }
+
+CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t end,
+                   KeepPolicy policy, const PrepareOptions& options) {
+  const CompactionSettings& s = options.settings;
+  switch (policy) {
+    case KeepPolicy::kRecentTokens:
+      return FindCutPoint(cut_entries, start, end, s.keep_recent_tokens,
+                          CutOptions{.pi_quirks = options.pi_quirks});
+    case KeepPolicy::kLastTurns:
+      return FindCutPointLastTurns(cut_entries, start, end, s.keep_turns);
+    case KeepPolicy::kLastMessages:
+      return FindCutPointLastMessages(cut_entries, start, end, s.keep_messages);
+    case KeepPolicy::kOpencode: {
+      int64_t usable = s.context_window > 0 ? s.context_window - s.reserve_tokens : 0;
+      return FindCutPointOpencode(cut_entries, start, end, OpencodeTailBudget(usable));
+    }
+  }
+  return FindCutPoint(cut_entries, start, end, s.keep_recent_tokens);
+}
+
+}  // namespace
+
+std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<size_t>& path,
+                                     const SessionContext& context) {
+  ContextIndex index(context);
+  std::vector<CutEntry> out(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    const Entry& e = session.entry(path[i]);
+    CutEntry& c = out[i];
+    c.type = e.type;
+    c.role = e.type == EntryType::kMessage ? e.role : Role::kOther;
+    if (e.type == EntryType::kMessage) {
+      c.tokens = EstimateMessageTokens(session.MessageJson(path[i]));
+    } else if (e.type == EntryType::kCustomMessage || e.type == EntryType::kBranchSummary) {
+      if (const ContextMessage* m = index.Find(path[i])) c.tokens = EstimateOf(*m);
+    }
+  }
+  return out;
+}
+
+Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOptions& options) {
+  ContextOptions copts;
+  copts.leaf_id = options.leaf_id;
+  ASSIGN_OR_RETURN(SessionContext context, BuildSessionContext(session, copts));
+  return PrepareCompaction(session, std::move(context), options);
+}
+
+Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
+                                        const PrepareOptions& options) {
+  RETURN_IF_ERROR(ValidateSettings(options.settings));
+  ASSIGN_OR_RETURN(KeepPolicy policy, ParseKeepPolicy(options.settings.keep_policy));
+  PrepareResult result;
+  result.context = std::move(context);
+  result.estimate = EstimateContextTokens(result.context.messages);
+  const std::vector<size_t>& path = result.context.path;
+
+  if (path.empty()) {
+    result.skip = PrepareSkip::kEmptySession;
+    result.skip_reason = "Nothing to compact (session is empty)";
+    return result;
+  }
+  if (session.entry(path.back()).type == EntryType::kCompaction) {
+    result.skip = PrepareSkip::kAlreadyCompacted;
+    result.skip_reason = "Already compacted";
+    return result;
+  }
+
+  CompactionPreparation prep;
+  prep.keep_policy = policy;
+  prep.settings = options.settings;
+
+  // The previous compaction: the range to summarize starts at what it kept.
+  std::optional<size_t> prev;
+  for (size_t i = path.size(); i-- > 0;) {
+    if (session.entry(path[i]).type == EntryType::kCompaction) {
+      prev = i;
+      break;
+    }
+  }
+  size_t boundary = 0;
+  if (prev) {
+    size_t prev_entry = path[*prev];
+    prep.previous_compaction_entry_index = prev_entry;
+    prep.previous_summary = session.StringField(prev_entry, "summary");
+    const std::string& kept_id = session.entry(prev_entry).first_kept_entry_id;
+    boundary = *prev + 1;
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (session.entry(path[i]).id == kept_id) {
+        boundary = i;
+        break;
+      }
+    }
+  }
+  prep.boundary_start_path_index = boundary;
+  prep.tokens_before = result.estimate.tokens;
+
+  std::vector<CutEntry> cut_entries = MakeCutEntries(session, path, result.context);
+  CutPoint cut = SelectCut(cut_entries, boundary, path.size(), policy, options);
+  prep.first_kept_path_index = cut.first_kept_index;
+  prep.first_kept_entry_index = path[cut.first_kept_index];
+  prep.first_kept_entry_id = session.entry(prep.first_kept_entry_index).id;
+  prep.turn_start_path_index = cut.turn_start_index;
+  prep.is_split_turn = cut.is_split_turn;
+
+  ContextIndex index(result.context);
+  size_t history_end = cut.is_split_turn ? *cut.turn_start_index : cut.first_kept_index;
+  for (size_t i = boundary; i < history_end; ++i) {
+    if (auto m = MessageFor(session, index, path[i])) {
+      prep.messages_to_summarize_tokens += cut_entries[i].tokens;
+      prep.messages_to_summarize.push_back(std::move(*m));
+    }
+  }
+  if (cut.is_split_turn) {
+    for (size_t i = *cut.turn_start_index; i < cut.first_kept_index; ++i) {
+      if (auto m = MessageFor(session, index, path[i])) {
+        prep.turn_prefix_tokens += cut_entries[i].tokens;
+        prep.turn_prefix_messages.push_back(std::move(*m));
+      }
+    }
+  }
+  for (size_t i = cut.first_kept_index; i < path.size(); ++i) {
+    const Entry& e = session.entry(path[i]);
+    if (e.type == EntryType::kMessage || e.type == EntryType::kCustomMessage ||
+        (e.type == EntryType::kBranchSummary && index.Find(path[i]))) {
+      prep.kept_tokens += cut_entries[i].tokens;
+      ++prep.kept_messages;
+    }
+  }
+
+  if (prep.messages_to_summarize.empty() && prep.turn_prefix_messages.empty() &&
+      !options.pi_quirks) {
+    // Q3/Q6: pi returns an empty preparation and a manual /compact then
+    // summarizes nothing; report it instead.
+    result.skip = PrepareSkip::kNothingToCompact;
+    result.skip_reason = "Nothing to compact (session too small)";
+    return result;
+  }
+
+  // File operations: cumulative from the previous pi-generated compaction,
+  // then the tool calls of both summarized ranges.
+  if (prev && !session.entry(path[*prev]).from_hook) {
+    SeedFileOpsFromDetails(session.FieldJson(path[*prev], "details"), prep.file_ops);
+  }
+  for (const auto* list : {&prep.messages_to_summarize, &prep.turn_prefix_messages}) {
+    for (const ContextMessage& m : *list) {
+      if (m.role == Role::kAssistant) ExtractFileOpsFromJson(m.json(), prep.file_ops);
+    }
+  }
+  prep.file_lists = ComputeFileLists(prep.file_ops);
+  result.preparation = std::move(prep);
+  return result;
+}
+
+}  // namespace compactor

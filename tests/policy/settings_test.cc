@@ -1,0 +1,238 @@
+#include "compactor/settings.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace compactor {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(CompactionSettingsTest, DocumentedDefaults) {
+  CompactionSettings s;
+  EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(s.strategy, "summary");
+  EXPECT_EQ(s.reserve_tokens, 16384);
+  EXPECT_EQ(s.keep_recent_tokens, 20000);
+  EXPECT_EQ(s.threshold_percent, -1);
+  EXPECT_EQ(s.threshold_tokens, -1);
+  EXPECT_EQ(s.context_window, 0);
+  EXPECT_EQ(s.trigger, "pi");
+  EXPECT_EQ(s.keep_policy, "tokens");
+  EXPECT_EQ(s.keep_turns, 6);
+  EXPECT_EQ(s.keep_messages, 4);
+  EXPECT_EQ(s.tokenizer, "estimate");
+  EXPECT_FALSE(s.pruning.enabled);
+  EXPECT_EQ(s.pruning.protect_tokens, 40000);
+  EXPECT_EQ(s.pruning.minimum_savings, 20000);
+  EXPECT_THAT(s.pruning.protected_tools, ElementsAre("read", "skill"));
+  EXPECT_TRUE(ValidateSettings(s).ok());
+}
+
+TEST(ParseSettingsJsonTest, FlatKeys) {
+  auto r = ParseSettingsJson(R"({
+    "enabled": false, "strategy": "summary", "reserveTokens": 8192, "keepRecentTokens": 12000,
+    "thresholdPercent": 80.5, "thresholdTokens": 150000, "contextWindow": 272000,
+    "trigger": "omp", "keepPolicy": "turns", "keepTurns": 3, "keepMessages": 7,
+    "tokenizer": "estimate",
+    "pruning": {"enabled": true, "protectTokens": 1000, "minimumSavings": 500,
+                "protectedTools": ["skill"]}
+  })",
+                             "s.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CompactionSettings& s = r->settings;
+  EXPECT_FALSE(s.enabled);
+  EXPECT_EQ(s.reserve_tokens, 8192);
+  EXPECT_EQ(s.keep_recent_tokens, 12000);
+  EXPECT_DOUBLE_EQ(s.threshold_percent, 80.5);
+  EXPECT_EQ(s.threshold_tokens, 150000);
+  EXPECT_EQ(s.context_window, 272000);
+  EXPECT_EQ(s.trigger, "omp");
+  EXPECT_EQ(s.keep_policy, "turns");
+  EXPECT_EQ(s.keep_turns, 3);
+  EXPECT_EQ(s.keep_messages, 7);
+  EXPECT_TRUE(s.pruning.enabled);
+  EXPECT_EQ(s.pruning.protect_tokens, 1000);
+  EXPECT_EQ(s.pruning.minimum_savings, 500);
+  EXPECT_THAT(s.pruning.protected_tools, ElementsAre("skill"));
+  EXPECT_TRUE(r->warnings.empty());
+}
+
+TEST(ParseSettingsJsonTest, PiStyleNestingIgnoresOtherApplicationsKeys) {
+  auto r = ParseSettingsJson(
+      R"({"theme": "dark", "defaultModel": "x", "compaction": {"enabled": true,
+          "reserveTokens": 4096, "keepRecentTokens": 3000, "colour": 1},
+          "branchSummary": {"reserveTokens": 1}})",
+      "pi.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->settings.reserve_tokens, 4096);
+  EXPECT_EQ(r->settings.keep_recent_tokens, 3000);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_EQ(r->warnings[0].ToString(), "pi.json: unknown key \"compaction.colour\" (ignored)");
+}
+
+TEST(ParseSettingsJsonTest, UnknownFlatKeysWarnAndAbsentKeysKeepTheBase) {
+  CompactionSettings base;
+  base.keep_recent_tokens = 777;
+  auto r = ParseSettingsJson(R"({"reserveTokns": 1, "pruning": {"protect": 5}})", "a.json", base);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.keep_recent_tokens, 777);
+  EXPECT_EQ(r->settings.reserve_tokens, 16384);
+  ASSERT_EQ(r->warnings.size(), 2u);
+  EXPECT_THAT(r->warnings[0].message, HasSubstr("\"reserveTokns\""));
+  EXPECT_THAT(r->warnings[1].message, HasSubstr("\"pruning.protect\""));
+}
+
+TEST(ParseSettingsJsonTest, ErrorsNameTheFileAndTheProblem) {
+  struct Case {
+    const char* json;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {R"({"reserveTokens": "big"})", "reserveTokens: expected a number, got a string"},
+      {R"({"reserveTokens": -1})", "reserveTokens: must be at least 0"},
+      {R"({"keepRecentTokens": 0.5})", "keepRecentTokens: expected a whole number"},
+      {R"({"enabled": "yes"})", "enabled: expected true or false"},
+      {R"({"trigger": "claude"})", "unknown trigger preset \"claude\""},
+      {R"({"keepPolicy": "all"})", "unknown keep policy \"all\""},
+      {R"({"keepTurns": 0})", "keepTurns: must be at least 1"},
+      {R"({"pruning": {"protectedTools": [1]}})", "pruning.protectedTools"},
+      {R"({"compaction": 3})", "compaction: expected an object"},
+      {R"([1, 2])", "expected a JSON object"},
+      {R"({"reserveTokens": 1,})", "invalid JSON"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseSettingsJson(c.json, "/etc/compactor.json");
+    ASSERT_FALSE(r.ok()) << c.json;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("/etc/compactor.json")) << c.json;
+    EXPECT_THAT(r.status().message(), HasSubstr(c.expect)) << c.json;
+  }
+}
+
+TEST(ParseSettingsJsonTest, RoundTripsThroughSettingsToJson) {
+  CompactionSettings s;
+  s.reserve_tokens = 1234;
+  s.threshold_percent = 42.5;
+  s.trigger = "kimi";
+  s.pruning.protected_tools = {"a", "b"};
+  auto r = ParseSettingsJson(SettingsToJson(s), "round");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->warnings.empty());
+  EXPECT_EQ(SettingsToJson(r->settings), SettingsToJson(s));
+}
+
+// An in-memory file system whose files the test edits between checks.
+class FakeFs : public SettingsFileSystem {
+ public:
+  void Write(const std::string& path, std::string contents) {
+    auto& f = files_[path];
+    f.contents = std::move(contents);
+    f.stamp.exists = true;
+    f.stamp.size = static_cast<int64_t>(f.contents.size());
+    f.stamp.mtime_ns = ++clock_;
+  }
+  // Rewrites the contents without changing size or mtime (a change the stamp cannot see).
+  void Sneak(const std::string& path, std::string contents) { files_[path].contents = contents; }
+  void Remove(const std::string& path) { files_.erase(path); }
+  Result<FileStamp> Stat(const std::string& path) override {
+    ++stats;
+    auto it = files_.find(path);
+    return it == files_.end() ? FileStamp{} : it->second.stamp;
+  }
+  Result<std::string> ReadFile(const std::string& path) override {
+    ++reads;
+    auto it = files_.find(path);
+    if (it == files_.end()) return Status::NotFound(path);
+    return it->second.contents;
+  }
+  int stats = 0, reads = 0;
+
+ private:
+  struct File {
+    std::string contents;
+    FileStamp stamp;
+  };
+  std::map<std::string, File> files_;
+  int64_t clock_ = 0;
+};
+
+TEST(SettingsSourceTest, RereadsOnlyWhenTheFileChanges) {
+  auto fs = std::make_shared<FakeFs>();
+  fs->Write("/s.json", R"({"reserveTokens": 1000})");
+  SettingsSource source("/s.json", {}, fs);
+  auto a = source.Get();
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->reserve_tokens, 1000);
+  ASSERT_TRUE(source.Get().ok());
+  EXPECT_EQ(fs->reads, 1);
+  EXPECT_EQ(fs->stats, 2);
+  fs->Sneak("/s.json", R"({"reserveTokens": 2000})");
+  EXPECT_EQ(source.Get()->reserve_tokens, 1000);  // same stamp: not re-read
+  fs->Write("/s.json", R"({"reserveTokens": 3000})");
+  EXPECT_EQ(source.Get()->reserve_tokens, 3000);
+  EXPECT_EQ(source.reload_count(), 2);
+}
+
+TEST(SettingsSourceTest, ABrokenEditIsReportedUntilFixed) {
+  auto fs = std::make_shared<FakeFs>();
+  fs->Write("/s.json", R"({"keepRecentTokens": 5000})");
+  SettingsSource source("/s.json", {}, fs);
+  ASSERT_TRUE(source.Get().ok());
+  fs->Write("/s.json", R"({"keepRecentTokens": "lots"})");
+  auto bad = source.Get();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("/s.json"));
+  EXPECT_FALSE(source.Get().ok());  // still broken, cached
+  EXPECT_EQ(source.last_good().keep_recent_tokens, 5000);
+  fs->Write("/s.json", R"({"keepRecentTokens": 6000, "oops": 1})");
+  auto fixed = source.Get();
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->keep_recent_tokens, 6000);
+  ASSERT_EQ(source.warnings().size(), 1u);
+  fs->Remove("/s.json");
+  auto gone = source.Get();
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
+}
+
+TEST(SettingsSourceTest, WithoutAPathReturnsTheBase) {
+  CompactionSettings base;
+  base.keep_recent_tokens = 42;
+  SettingsSource source(std::nullopt, base);
+  auto s = source.Get();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->keep_recent_tokens, 42);
+}
+
+// The real file system: an edit on disk takes effect at the next Get().
+TEST(SettingsSourceTest, RealFileEditTakesEffect) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("compactor-settings-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path file = dir / "settings.json";
+  { std::ofstream(file) << R"({"compaction": {"reserveTokens": 100}})"; }
+  SettingsSource source(file.string());
+  auto a = source.Get();
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->reserve_tokens, 100);
+  {
+    // A different size guarantees a new stamp even on coarse-mtime file systems.
+    std::ofstream(file) << R"({"compaction": {"reserveTokens": 20000}})";
+  }
+  auto b = source.Get();
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->reserve_tokens, 20000);
+  fs::remove_all(dir);
+  EXPECT_EQ(source.Get().status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace compactor

@@ -1,0 +1,302 @@
+#include "compactor/session.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "compactor/context.h"
+#include "compactor/writer.h"
+#include "support/test_util.h"
+
+namespace compactor {
+namespace {
+
+using testing::ReadFileOrDie;
+using testing::TempDir;
+
+constexpr char kHeader[] =
+    R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"})";
+
+std::string Msg(const std::string& id, const std::string& parent, const std::string& role,
+                const std::string& text) {
+  std::string p = parent.empty() ? "null" : "\"" + parent + "\"";
+  return R"({"type":"message","id":")" + id + R"(","parentId":)" + p +
+         R"(,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":")" + role +
+         R"(","content":[{"type":"text","text":")" + text + R"("}],"timestamp":1}})";
+}
+
+std::unique_ptr<Session> MustLoad(const std::string& text, const LoadOptions& o = {}) {
+  auto r = Session::FromString(text, "mem.jsonl", o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+TEST(Session, IndexesEntriesAndLeaf) {
+  auto s = MustLoad(std::string(kHeader) + "\n" + Msg("a", "", "user", "hi") + "\n" +
+                    Msg("b", "a", "assistant", "yo") + "\n");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->header().id, "s1");
+  EXPECT_EQ(s->header().version, 3);
+  EXPECT_EQ(s->header().cwd, "/w");
+  ASSERT_EQ(s->size(), 2u);
+  EXPECT_EQ(s->entry(1).role, Role::kAssistant);
+  EXPECT_EQ(*s->Leaf(), 1u);
+  EXPECT_EQ(s->PathTo(1), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(s->entry(0).line, 2u);
+  EXPECT_FALSE(s->migrated());
+}
+
+TEST(Session, MissingFileIsNotFound) {
+  auto r = Session::Open("/nonexistent/dir/x.jsonl");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("/nonexistent/dir/x.jsonl"), std::string::npos);
+}
+
+TEST(Session, DirectoryIsAnIoError) {
+  TempDir d;
+  auto r = Session::Open(d.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_NE(r.status().message().find("directory"), std::string::npos);
+}
+
+TEST(Session, EmptyFileIsCorruption) {
+  TempDir d;
+  auto r = Session::Open(d.Write("e.jsonl", ""));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("e.jsonl:1: empty"), std::string::npos);
+}
+
+TEST(Session, NonSessionFirstLineIsRejectedNamingTheLine) {
+  auto r = Session::FromString(Msg("a", "", "user", "x") + "\n", "f.jsonl");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("f.jsonl:1: not a pi session"), std::string::npos);
+}
+
+TEST(Session, MalformedLineIsSkippedWithWarningOrRejectedWhenStrict) {
+  std::string text = std::string(kHeader) + "\n" + Msg("a", "", "user", "x") + "\n{not json\n" +
+                     Msg("b", "a", "user", "y") + "\n";
+  auto s = MustLoad(text);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->size(), 2u);
+  ASSERT_EQ(s->warnings().size(), 1u);
+  EXPECT_EQ(s->warnings()[0].line, 3u);
+  EXPECT_NE(s->warnings()[0].ToString().find("mem.jsonl:3: invalid JSON"), std::string::npos);
+  LoadOptions strict;
+  strict.strict = true;
+  auto r = Session::FromString(text, "mem.jsonl", strict);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("mem.jsonl:3:"), std::string::npos);
+}
+
+TEST(Session, TornLastLineNeverPreventsLoadingEvenWhenStrict) {
+  std::string text = std::string(kHeader) + "\n" + Msg("a", "", "user", "x") + "\n" +
+                     R"({"type":"message","id":"b","parentId":"a","message":{"role":"assi)";
+  LoadOptions strict;
+  strict.strict = true;
+  auto s = MustLoad(text, strict);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->size(), 1u);
+  ASSERT_EQ(s->warnings().size(), 1u);
+  EXPECT_NE(s->warnings()[0].message.find("torn"), std::string::npos);
+}
+
+TEST(Session, InvalidUtf8IsReplacedAsNodeDoes) {
+  std::string text = std::string(kHeader) + "\n" + Msg("a", "", "user", "bad\xFF\xFEtext") + "\n";
+  auto s = MustLoad(text);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->size(), 1u);
+  EXPECT_NE(std::string(s->MessageJson(0)).find("bad\xEF\xBF\xBD\xEF\xBF\xBDtext"),
+            std::string::npos);
+  ASSERT_EQ(s->warnings().size(), 1u);
+  EXPECT_NE(s->warnings()[0].message.find("UTF-8"), std::string::npos);
+}
+
+TEST(Session, DuplicateIdsWarnAndTheLaterWins) {
+  std::string text = std::string(kHeader) + "\n" + Msg("a", "", "user", "1") + "\n" +
+                     Msg("a", "", "user", "2") + "\n" + Msg("c", "a", "user", "3") + "\n";
+  auto s = MustLoad(text);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(*s->Find("a"), 1u);
+  EXPECT_EQ(s->PathTo(2), (std::vector<size_t>{1, 2}));
+  ASSERT_FALSE(s->warnings().empty());
+  EXPECT_NE(s->warnings()[0].message.find("duplicate entry id"), std::string::npos);
+}
+
+TEST(Session, ParentCycleIsReportedAndWalksTerminate) {
+  std::string text = std::string(kHeader) + "\n" + Msg("a", "c", "user", "1") + "\n" +
+                     Msg("b", "a", "user", "2") + "\n" + Msg("c", "b", "user", "3") + "\n";
+  auto s = MustLoad(text);
+  ASSERT_TRUE(s);
+  bool cycle = false;
+  for (const auto& w : s->warnings()) cycle |= w.message.find("cycle") != std::string::npos;
+  EXPECT_TRUE(cycle);
+  auto path = s->PathTo(2);
+  EXPECT_EQ(path.size(), 3u);
+  auto ctx = BuildSessionContext(*s);
+  ASSERT_TRUE(ctx.ok());
+  EXPECT_EQ(ctx->messages.size(), 3u);
+}
+
+TEST(Session, OrphanEndsTheWalkAndCountsAsRoot) {
+  std::string text = std::string(kHeader) + "\n" + Msg("a", "", "user", "1") + "\n" +
+                     Msg("b", "missing", "user", "2") + "\n" + Msg("c", "b", "user", "3") + "\n";
+  auto s = MustLoad(text);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->PathTo(2), (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(s->Roots(), (std::vector<size_t>{0, 1}));
+}
+
+TEST(Session, LabelsAndNameFollowFileOrder) {
+  std::string text =
+      std::string(kHeader) + "\n" + Msg("a", "", "user", "1") + "\n" +
+      R"({"type":"label","id":"l1","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","targetId":"a","label":"first"})"
+      "\n"
+      R"({"type":"session_info","id":"n1","parentId":"l1","timestamp":"2026-01-01T00:00:02.000Z","name":"Name one"})"
+      "\n"
+      R"({"type":"label","id":"l2","parentId":"n1","timestamp":"2026-01-01T00:00:02.000Z","targetId":"a","label":"second"})"
+      "\n";
+  auto s = MustLoad(text);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->LabelOf("a").value_or(""), "second");
+  EXPECT_EQ(s->Name().value_or(""), "Name one");
+  auto cleared = MustLoad(
+      text +
+      R"({"type":"label","id":"l3","parentId":"l2","timestamp":"2026-01-01T00:00:02.000Z","targetId":"a"})"
+      "\n" +
+      R"({"type":"session_info","id":"n2","parentId":"l3","timestamp":"2026-01-01T00:00:02.000Z","name":""})"
+      "\n");
+  ASSERT_TRUE(cleared);
+  EXPECT_FALSE(cleared->LabelOf("a"));
+  EXPECT_FALSE(cleared->Name());
+}
+
+TEST(Session, UnknownEntryTypesAndFieldsArePreservedByteForByte) {
+  std::string odd =
+      R"({"type":"ttsr_injection","id":"x1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","injectedRules":["r1"],"n":1.50,"z":"\u00e9"})";
+  auto s = MustLoad(std::string(kHeader) + "\n" + odd + "\n");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->entry(0).type, EntryType::kUnknown);
+  EXPECT_EQ(s->EntryJson(0), odd);
+  EXPECT_EQ(s->ToV3Jsonl(), std::string(kHeader) + "\n" + odd + "\n");
+}
+
+TEST(Session, MigratesV1InMemoryLikePi) {
+  std::string v1 =
+      R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p","provider":"x"})"
+      "\n"
+      R"({"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"one","timestamp":1}})"
+      "\n"
+      R"({"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[],"provider":"p","model":"m","stopReason":"stop","timestamp":2}})"
+      "\n"
+      R"({"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"S","firstKeptEntryIndex":2,"tokensBefore":10})"
+      "\n"
+      R"({"type":"message","timestamp":"2025-01-01T00:00:04.000Z","message":{"role":"user","content":"two","timestamp":3}})"
+      "\n";
+  auto s = MustLoad(v1);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->migrated());
+  EXPECT_EQ(s->header().version, 1);
+  ASSERT_EQ(s->size(), 4u);
+  EXPECT_EQ(s->entry(0).parent_id, "");
+  EXPECT_EQ(s->entry(1).parent_id, s->entry(0).id);
+  EXPECT_EQ(s->entry(2).first_kept_entry_id, s->entry(1).id);  // index 2 counts the header as 0
+  EXPECT_EQ(s->entry(0).id.size(), 8u);
+  std::string c = s->EntryJson(2);
+  EXPECT_EQ(
+      c,
+      R"({"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"S","tokensBefore":10,"id":")" +
+          s->entry(2).id + R"(","parentId":")" + s->entry(1).id + R"(","firstKeptEntryId":")" +
+          s->entry(1).id + R"("})");
+  EXPECT_EQ(
+      s->HeaderJson(),
+      R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p","provider":"x","version":3})");
+  // Deterministic: a second load assigns the same ids.
+  auto again = MustLoad(v1);
+  EXPECT_EQ(again->entry(3).id, s->entry(3).id);
+  auto ctx = BuildSessionContext(*s);
+  ASSERT_TRUE(ctx.ok());
+  ASSERT_EQ(ctx->messages.size(), 3u);  // summary, kept assistant, later user
+  EXPECT_EQ(ctx->messages[0].role, Role::kCompactionSummary);
+}
+
+TEST(Session, MigratesV2HookMessageToCustom) {
+  std::string v2 =
+      R"({"type":"session","version":2,"id":"v2","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})"
+      "\n"
+      R"({"type":"message","id":"h1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"hookMessage","customType":"t","content":"c","display":true,"timestamp":1}})"
+      "\n";
+  auto s = MustLoad(v2);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->migrated());
+  EXPECT_EQ(s->entry(0).role, Role::kCustom);
+  EXPECT_EQ(std::string(s->MessageJson(0)),
+            R"({"role":"custom","customType":"t","content":"c","display":true,"timestamp":1})");
+  EXPECT_EQ(
+      s->HeaderJson(),
+      R"({"type":"session","version":3,"id":"v2","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})");
+}
+
+TEST(Session, HugeSingleLineLoads) {
+  // A 200 MB single line: one tool result with a huge text.
+  std::string big(200u << 20, 'x');
+  std::string text = std::string(kHeader) + "\n" + Msg("a", "", "toolResult", big) + "\n" +
+                     Msg("b", "a", "user", "after") + "\n";
+  big.clear();
+  big.shrink_to_fit();
+  auto s = MustLoad(text);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->size(), 2u);
+  const std::string prefix = R"({"role":"toolResult","content":[{"type":"text","text":")";
+  const std::string suffix = R"("}],"timestamp":1})";
+  EXPECT_EQ(s->MessageJson(0).size(), prefix.size() + (200u << 20) + suffix.size());
+}
+
+TEST(Writer, AppendsWholeLinesAndRepairsATornTail) {
+  TempDir d;
+  std::string p =
+      d.Write("s.jsonl", std::string(kHeader) + "\n" + Msg("a", "", "user", "x") + "\n{\"torn");
+  ASSERT_TRUE(AppendLines(p, {Msg("b", "a", "user", "y")}).ok());
+  std::string after = ReadFileOrDie(p);
+  EXPECT_NE(after.find("{\"torn\n" + Msg("b", "a", "user", "y") + "\n"), std::string::npos);
+  auto s = Session::Open(p);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->size(), 2u);
+  EXPECT_EQ((*s)->entry(1).id, "b");
+  EXPECT_FALSE(AppendLines(d.path() + "/missing.jsonl", {"{}"}).ok());
+}
+
+TEST(Writer, AtomicRewriteKeepsBackup) {
+  TempDir d;
+  std::string p = d.Write("f.jsonl", "old\n");
+  chmod(p.c_str(), 0640);
+  ASSERT_TRUE(WriteFileAtomic(p, "new\n").ok());
+  EXPECT_EQ(ReadFileOrDie(p), "new\n");
+  EXPECT_EQ(ReadFileOrDie(p + ".bak"), "old\n");
+  struct stat st {};
+  stat(p.c_str(), &st);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_FALSE(WriteFileAtomic(d.path() + "/no/such/dir/f", "x").ok());
+}
+
+TEST(Writer, NewIdsAreFreshHex) {
+  auto s = MustLoad(std::string(kHeader) + "\n" + Msg("a", "", "user", "x") + "\n");
+  std::vector<std::string> taken;
+  for (int i = 0; i < 200; ++i) {
+    std::string id = NewEntryId(*s, taken);
+    ASSERT_EQ(id.size(), 8u);
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
+    EXPECT_FALSE(s->Find(id));
+    EXPECT_EQ(std::find(taken.begin(), taken.end(), id), taken.end());
+    taken.push_back(id);
+  }
+  std::string u = NewUuidV7();
+  EXPECT_EQ(u.size(), 36u);
+  EXPECT_EQ(u[14], '7');
+  EXPECT_EQ(NowIsoTimestamp().size(), 24u);
+}
+
+}  // namespace
+}  // namespace compactor

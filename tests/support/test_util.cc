@@ -1,0 +1,121 @@
+#include "support/test_util.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace compactor::testing {
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "compactor-test-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& contents) const {
+  std::string p = path_ + "/" + name;
+  std::ofstream f(p, std::ios::binary);
+  f << contents;
+  return p;
+}
+
+std::string ReadFileOrDie(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+RunResult RunProgram(const std::vector<std::string>& argv, const std::string& stdin_text) {
+  int in[2], out[2], err[2];
+  if (pipe(in) || pipe(out) || pipe(err)) throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(in[1]);
+    close(out[0]);
+    close(err[0]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  // Feed stdin and drain both outputs together so no pipe can fill up and block.
+  RunResult r;
+  size_t written = 0;
+  if (stdin_text.empty()) close(in[1]);
+  fcntl(in[1], F_SETFL, O_NONBLOCK);
+  bool in_open = !stdin_text.empty(), out_open = true, err_open = true;
+  char buf[1 << 16];
+  while (out_open || err_open) {
+    std::vector<pollfd> fds;
+    if (out_open) fds.push_back({out[0], POLLIN, 0});
+    if (err_open) fds.push_back({err[0], POLLIN, 0});
+    if (in_open) fds.push_back({in[1], POLLOUT, 0});
+    if (poll(fds.data(), fds.size(), 120000) <= 0) break;  // bounded: 2 minutes without output
+    for (const pollfd& p : fds) {
+      if (!p.revents) continue;
+      if (p.fd == in[1]) {
+        ssize_t n = write(in[1], stdin_text.data() + written, stdin_text.size() - written);
+        if (n > 0) written += static_cast<size_t>(n);
+        if (n < 0 || written == stdin_text.size()) {
+          close(in[1]);
+          in_open = false;
+        }
+        continue;
+      }
+      ssize_t n = read(p.fd, buf, sizeof buf);
+      if (n <= 0) {
+        (p.fd == out[0] ? out_open : err_open) = false;
+        continue;
+      }
+      (p.fd == out[0] ? r.out : r.err).append(buf, static_cast<size_t>(n));
+    }
+  }
+  if (in_open) close(in[1]);
+  close(out[0]);
+  close(err[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+RunResult RunCli(const std::vector<std::string>& args, const std::string& stdin_text) {
+  std::vector<std::string> argv{COMPACTOR_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProgram(argv, stdin_text);
+}
+
+std::string SharedDir() {
+  if (const char* env = std::getenv("COMPACTOR_SHARED_DIR")) return env;
+  std::string p = std::string(COMPACTOR_SOURCE_DIR) + "/../shared";
+  struct stat st {};
+  if (stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return p;
+  return "";
+}
+
+bool HaveNode() { return std::system("command -v node >/dev/null 2>&1") == 0; }
+
+}  // namespace compactor::testing

@@ -1,0 +1,113 @@
+#include "compactor/js_json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "util/json_scan.h"
+#include "util/utf8.h"
+
+namespace compactor {
+namespace {
+
+TEST(JsNumber, MatchesJavaScriptToString) {
+  EXPECT_EQ(JsNumber(0), "0");
+  EXPECT_EQ(JsNumber(-0.0), "0");
+  EXPECT_EQ(JsNumber(1), "1");
+  EXPECT_EQ(JsNumber(-42), "-42");
+  EXPECT_EQ(JsNumber(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(JsNumber(0.009000000000000001), "0.009000000000000001");
+  EXPECT_EQ(JsNumber(1e21), "1e+21");
+  EXPECT_EQ(JsNumber(1e20), "100000000000000000000");
+  EXPECT_EQ(JsNumber(1e-7), "1e-7");
+  EXPECT_EQ(JsNumber(1.5e-7), "1.5e-7");
+  EXPECT_EQ(JsNumber(0.000001), "0.000001");
+  EXPECT_EQ(JsNumber(123.456), "123.456");
+  EXPECT_EQ(JsNumber(1767261601000), "1767261601000");
+  EXPECT_EQ(JsNumber(std::nan("")), "null");
+  EXPECT_EQ(JsNumber(INFINITY), "null");
+  EXPECT_EQ(JsNumber(1.7976931348623157e308), "1.7976931348623157e+308");
+}
+
+TEST(JsString, EscapesLikeJsonStringify) {
+  std::string out;
+  AppendJsString(out, std::string("a\"b\\c\n\t\b\f\r\x01/\xE2\x80\xA8\xF0\x9F\x98\x80", 19));
+  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\t\\b\\f\\r\\u0001/\xE2\x80\xA8\xF0\x9F\x98\x80\"");
+  out.clear();
+  AppendJsString(out, "bad\xFFutf8");
+  EXPECT_EQ(out, "\"bad\xEF\xBF\xBDutf8\"");
+}
+
+TEST(JsCanonical, ReordersIntegerKeysAndCollapsesDuplicates) {
+  auto r = JsCanonicalJson(
+      R"( {"b": 1, "10": 2, "2": 3, "a": {"x": [1.0, 2e0, -0]}, "b": 4, "01": 5} )");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, R"({"2":3,"10":2,"b":4,"a":{"x":[1,2,0]},"01":5})");
+  auto bad = JsCanonicalJson("{nope");
+  EXPECT_FALSE(bad.ok());
+}
+
+TEST(JsCanonical, LengthCountsUtf16Units) {
+  auto n = JsCanonicalLength(R"({"path":"😀é"})");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 9 + 2 + 1 + 2);
+}
+
+TEST(IsoTimestamp, ParsesLikeDateParse) {
+  EXPECT_EQ(ParseIsoTimestampMs("2026-11-22T13:00:07.436Z"), 1795352407436.0);
+  EXPECT_EQ(ParseIsoTimestampMs("1970-01-01T00:00:00Z"), 0.0);
+  EXPECT_EQ(ParseIsoTimestampMs("1970-01-01T01:00:00+01:00"), 0.0);
+  EXPECT_EQ(ParseIsoTimestampMs("2026-11-22"), 1795305600000.0);
+  EXPECT_TRUE(std::isnan(ParseIsoTimestampMs("yesterday")));
+  EXPECT_TRUE(std::isnan(ParseIsoTimestampMs("2026-13-01T00:00:00Z")));
+  EXPECT_EQ(FormatIsoTimestamp(1795352407436), "2026-11-22T13:00:07.436Z");
+  EXPECT_EQ(FormatIsoTimestamp(0), "1970-01-01T00:00:00.000Z");
+}
+
+TEST(Utf8, ReplacesInvalidSequencesLikeNode) {
+  using internal::ReplaceInvalidUtf8;
+  EXPECT_EQ(ReplaceInvalidUtf8("ok"), "ok");
+  EXPECT_EQ(ReplaceInvalidUtf8("\xC3"), "\xEF\xBF\xBD");
+  EXPECT_EQ(ReplaceInvalidUtf8("\xE2\x82x"), "\xEF\xBF\xBDx");  // truncated 3-byte: one U+FFFD
+  EXPECT_EQ(ReplaceInvalidUtf8("\xED\xA0\x80"),
+            "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(ReplaceInvalidUtf8("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
+}
+
+TEST(Utf8, JsonStringTokenLength) {
+  using internal::JsonStringTokenUtf16Length;
+  EXPECT_EQ(JsonStringTokenUtf16Length(R"("abc")"), 3);
+  EXPECT_EQ(JsonStringTokenUtf16Length(R"("a\"b\\c\n")"), 6);
+  EXPECT_EQ(JsonStringTokenUtf16Length(R"("\ud83d\ude00")"), 2);
+  EXPECT_EQ(JsonStringTokenUtf16Length("\"\xF0\x9F\x98\x80\xC3\xA9\""), 3);
+  EXPECT_EQ(JsonStringTokenUtf16Length(R"("unterminated)"), -1);
+}
+
+TEST(Utf8, LoneSurrogateEscapesAreReplacedInPlace) {
+  std::string in = R"({"t":"a\ud83d","ok":"\ud83d\ude00","lo":"\ude00"})";
+  EXPECT_TRUE(internal::HasLoneSurrogateEscape(in));
+  std::string out = internal::ReplaceLoneSurrogateEscapes(in);
+  EXPECT_EQ(out, R"({"t":"a\ufffd","ok":"\ud83d\ude00","lo":"\ufffd"})");
+  EXPECT_EQ(out.size(), in.size());
+  EXPECT_FALSE(internal::HasLoneSurrogateEscape(out));
+}
+
+TEST(JsonScan, FindsRemovesAndSetsMembers) {
+  using namespace internal;
+  std::string j =
+      R"({"type":"compaction","summary":"a,}b","firstKeptEntryIndex":3,"nested":{"x":[1,{"y":2}]}})";
+  EXPECT_EQ(FindMember(j, "firstKeptEntryIndex"), "3");
+  EXPECT_EQ(FindMember(j, "nested"), R"({"x":[1,{"y":2}]})");
+  EXPECT_EQ(FindMember(j, "missing"), "");
+  EXPECT_EQ(RemoveMember(j, "firstKeptEntryIndex"),
+            R"({"type":"compaction","summary":"a,}b","nested":{"x":[1,{"y":2}]}})");
+  EXPECT_EQ(RemoveMember(j, "nested"),
+            R"({"type":"compaction","summary":"a,}b","firstKeptEntryIndex":3})");
+  EXPECT_EQ(SetMember(j, "type", "\"x\""),
+            R"({"type":"x","summary":"a,}b","firstKeptEntryIndex":3,"nested":{"x":[1,{"y":2}]}})");
+  EXPECT_EQ(SetMember(R"({"a":1})", "id", "\"q\""), R"({"a":1,"id":"q"})");
+  EXPECT_EQ(SetMember("{}", "id", "1"), R"({"id":1})");
+}
+
+}  // namespace
+}  // namespace compactor
