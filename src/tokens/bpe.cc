@@ -7,15 +7,17 @@ namespace compactor::tokens {
 namespace {
 
 struct Candidate {
-  uint32_t rank;
-  uint32_t start;  // first part of the pair
-  uint32_t end;    // end of its second part
-  // Min-heap on (rank, start): lowest rank first, leftmost on ties, exactly
-  // the pair tiktoken's loop picks.
-  bool operator>(const Candidate& o) const {
-    return rank != o.rank ? rank > o.rank : start > o.start;
-  }
+  // (rank << 32) | start: a min-heap on it pops the lowest rank first and
+  // the leftmost pair on ties, exactly the pair tiktoken's loop picks.
+  uint64_t key;
+  uint32_t end;  // end of the pair's second part
+  uint32_t start() const { return static_cast<uint32_t>(key); }
+  bool operator>(const Candidate& o) const { return key > o.key; }
 };
+
+inline Candidate Make(uint32_t rank, uint32_t start, uint32_t end) {
+  return {(uint64_t{rank} << 32) | start, end};
+}
 
 constexpr uint32_t kDead = 0xFFFFFFFFu;
 
@@ -40,26 +42,30 @@ size_t HeapMerge(const RankTable& table, const uint8_t* p, size_t len,
   };
   for (size_t i = 0; i + 1 < len; ++i) {
     uint32_t r = table.Find(p + i, 2);
-    if (r != kNoRank) push({r, static_cast<uint32_t>(i), static_cast<uint32_t>(i + 2)});
+    if (r != kNoRank) {
+      heap.push_back(Make(r, static_cast<uint32_t>(i), static_cast<uint32_t>(i + 2)));
+    }
   }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
     Candidate c = heap.back();
     heap.pop_back();
-    uint32_t mid = next[c.start];
+    uint32_t start = c.start();
+    uint32_t mid = next[start];
     if (mid == kDead || mid >= len || next[mid] != c.end) continue;  // stale
     next[mid] = kDead;
-    next[c.start] = c.end;
-    if (c.end < len) prev[c.end] = c.start;
-    if (c.start > 0) {
-      uint32_t ps = prev[c.start];
+    next[start] = c.end;
+    if (c.end < len) prev[c.end] = start;
+    if (start > 0) {
+      uint32_t ps = prev[start];
       uint32_t r = table.Find(p + ps, c.end - ps);
-      if (r != kNoRank) push({r, ps, c.end});
+      if (r != kNoRank) push(Make(r, ps, c.end));
     }
     if (c.end < len) {
       uint32_t ne = next[c.end];
-      uint32_t r = table.Find(p + c.start, ne - c.start);
-      if (r != kNoRank) push({r, c.start, ne});
+      uint32_t r = table.Find(p + start, ne - start);
+      if (r != kNoRank) push(Make(r, start, ne));
     }
   }
   starts->clear();

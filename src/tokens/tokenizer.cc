@@ -94,7 +94,8 @@ bool IsFile(const std::string& path) {
 // the piece bytes, so a hit is exact, never a hash guess.
 struct PieceCache {
   static constexpr size_t kMaxLen = 48;
-  static constexpr size_t kEntries = 4096;
+  static constexpr int kIndexBits = 12;
+  static constexpr size_t kEntries = size_t{1} << kIndexBits;
   struct Entry {
     uint64_t hash;
     uint32_t count;
@@ -144,25 +145,30 @@ struct Tokenizer::Impl {
   size_t CountPiece(const uint8_t* p, size_t len) const {
     if (len == 1) return 1;  // every byte is a token
     if (len <= max_token_len && table.Find(p, len) != tokens::kNoRank) return 1;
+    PieceCache::Entry* entry = nullptr;
+    uint64_t h = 0;
     if (len <= PieceCache::kMaxLen) {
-      PieceCache::Entry* entries = CacheFor(encoding).entries.get();
-      uint64_t h = tokens::HashBytes(p, len);
-      PieceCache::Entry& e = entries[h & (PieceCache::kEntries - 1)];
-      if (e.hash == h && e.len == len && std::memcmp(e.bytes, p, len) == 0) return e.count;
-      uint32_t starts[tokens::kSmallMergeMax + 1];
-      size_t n = tokens::SmallMerge(table, p, len, starts);
-      e.hash = h;
-      e.len = static_cast<uint32_t>(len);
-      e.count = static_cast<uint32_t>(n);
-      std::memcpy(e.bytes, p, len);
-      return n;
+      h = tokens::HashBytes(p, len);
+      entry = &CacheFor(encoding).entries[h >> (64 - PieceCache::kIndexBits)];
+      if (entry->hash == h && entry->len == len && std::memcmp(entry->bytes, p, len) == 0) {
+        return entry->count;
+      }
     }
-    if (len <= tokens::kSmallMergeMax) {
-      uint32_t starts[tokens::kSmallMergeMax + 1];
-      return tokens::SmallMerge(table, p, len, starts);
+    size_t n;
+    if (len <= tokens::kArrayMergeBest) {
+      uint32_t starts[tokens::kArrayMergeBest + 1];
+      n = tokens::SmallMerge(table, p, len, starts);
+    } else {
+      thread_local std::vector<uint32_t> starts;
+      n = tokens::HeapMerge(table, p, len, &starts);
     }
-    thread_local std::vector<uint32_t> starts;
-    return tokens::HeapMerge(table, p, len, &starts);
+    if (entry != nullptr) {
+      entry->hash = h;
+      entry->len = static_cast<uint32_t>(len);
+      entry->count = static_cast<uint32_t>(n);
+      std::memcpy(entry->bytes, p, len);
+    }
+    return n;
   }
 
   void EncodePiece(const uint8_t* p, size_t len, std::vector<uint32_t>* out) const {
@@ -173,8 +179,8 @@ struct Tokenizer::Impl {
         return;
       }
     }
-    if (len <= tokens::kSmallMergeMax) {
-      uint32_t starts[tokens::kSmallMergeMax + 1];
+    if (len <= tokens::kArrayMergeBest) {
+      uint32_t starts[tokens::kArrayMergeBest + 1];
       size_t n = tokens::SmallMerge(table, p, len, starts);
       for (size_t i = 0; i < n; ++i)
         out->push_back(table.Find(p + starts[i], starts[i + 1] - starts[i]));
