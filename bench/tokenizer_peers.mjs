@@ -19,30 +19,38 @@ const texts = Object.fromEntries(
 const bytes = Object.fromEntries(
     corpora.map((c) => [c, fs.statSync(path.join(corpusDir, `${c}.txt`)).size]));
 
-function emit(impl, encoding, corpus, mode, tokens, seconds) {
+function emit(impl, encoding, corpus, mode, tokens, t) {
+  const b = bytes[corpus];
   console.log(JSON.stringify({
-    impl, encoding, corpus, mode, threads: 1, bytes: bytes[corpus], tokens, seconds,
-    mb_per_s: Number((bytes[corpus] / seconds / 1e6).toFixed(2)),
+    impl, encoding, corpus, mode, threads: 1, bytes: b, tokens, seconds: t.wall,
+    cpu_seconds: t.cpu, mb_per_s: Number((b / t.wall / 1e6).toFixed(2)),
+    cpu_mb_per_s: Number((b / t.cpu / 1e6).toFixed(2)),
   }));
 }
 
-function time(fn) {
-  const t0 = process.hrtime.bigint();
-  const r = fn();
-  return [r, Number(process.hrtime.bigint() - t0) / 1e9];
+// Best wall time and best CPU time (process.cpuUsage: all of Node's threads,
+// JIT and GC included) over `runs` calls.
+function best(runs, fn) {
+  const t = { wall: Infinity, cpu: Infinity };
+  let r;
+  for (let i = 0; i < runs; i++) {
+    const w0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
+    r = fn();
+    const c = process.cpuUsage(c0);
+    t.wall = Math.min(t.wall, Number(process.hrtime.bigint() - w0) / 1e9);
+    t.cpu = Math.min(t.cpu, (c.user + c.system) / 1e6);
+  }
+  return [r, t];
 }
 
 function run(impl, encoding, countFn) {
   for (const corpus of corpora) {
     const text = texts[corpus];
-    let [n, s] = time(() => countFn(text));
-    emit(impl, encoding, corpus, 'count-cold', n, s);
-    let best = Infinity;
-    for (let i = 0; i < repeat; i++) {
-      [n, s] = time(() => countFn(text));
-      best = Math.min(best, s);
-    }
-    emit(impl, encoding, corpus, 'count-warm', n, best);
+    let [n, t] = best(1, () => countFn(text));
+    emit(impl, encoding, corpus, 'count-cold', n, t);
+    [n, t] = best(repeat, () => countFn(text));
+    emit(impl, encoding, corpus, 'count-warm', n, t);
   }
 }
 
