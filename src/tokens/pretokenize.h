@@ -46,7 +46,7 @@ class ScannerBase {
       : s_(reinterpret_cast<const uint8_t*>(text.data())), n_(text.size()) {}
 
  protected:
-  Ch At(size_t i) const {
+  [[gnu::always_inline]] Ch At(size_t i) const {
     uint8_t b = s_[i];
     if (b < 0x80) return {b, kClassStage2[b], 1};  // block 0 is stage 2's first block
     uint32_t cp;
