@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "compactor/tokenizer.h"
-#include "prepare/fixture_paths.h"
+#include "support/test_util.h"
 #include "tokens/sample_corpus.h"
 #include "tokens/support.h"
 
@@ -37,7 +37,7 @@ void CollectStrings(const nlohmann::json& j, std::string* out) {
 // string values inside it (unescaped prose, code, tool output).
 std::vector<tokens::SampleDoc> FixtureDocs() {
   std::vector<tokens::SampleDoc> docs;
-  std::string shared = testing_paths::SharedDir();
+  std::string shared = compactor::testing::SharedDir();
   if (shared.empty()) return docs;
   std::vector<fs::path> files;
   for (const char* sub : {"/fixtures/pi", "/fixtures/pi/pi-written"}) {
