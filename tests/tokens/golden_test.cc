@@ -80,9 +80,9 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
-class GoldenTest : public ::testing::TestWithParam<Encoding> {};
+class TokenizerGoldenTest : public ::testing::TestWithParam<Encoding> {};
 
-TEST_P(GoldenTest, IdsIdenticalToTiktokenWasm) {
+TEST_P(TokenizerGoldenTest, IdsIdenticalToTiktokenWasm) {
   COMPACTOR_LOAD_TOKENIZER_OR_SKIP(tok, GetParam());
   if (!compactor::testing::HaveNode())
     GTEST_SKIP() << "node not found: golden comparison with tiktoken skipped";
@@ -150,7 +150,7 @@ TEST_P(GoldenTest, IdsIdenticalToTiktokenWasm) {
          std::string(EncodingName(GetParam())).c_str(), docs.size(), total_bytes, total_ids);
 }
 
-INSTANTIATE_TEST_SUITE_P(Encodings, GoldenTest,
+INSTANTIATE_TEST_SUITE_P(Encodings, TokenizerGoldenTest,
                          ::testing::Values(Encoding::kO200kBase, Encoding::kCl100kBase),
                          [](const auto& info) { return std::string(EncodingName(info.param)); });
 

@@ -18,7 +18,7 @@ namespace {
 
 using tokens::SampleRng;
 
-TEST(Sha256Test, FipsVectors) {
+TEST(TokenizerSha256Test, FipsVectors) {
   EXPECT_EQ(tokens::Sha256Hex(""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(tokens::Sha256Hex("abc"),
@@ -31,7 +31,7 @@ TEST(Sha256Test, FipsVectors) {
   EXPECT_NE(tokens::Sha256Hex(std::string(55, 'x')), tokens::Sha256Hex(std::string(56, 'x')));
 }
 
-TEST(Utf8Test, RepairsMaximalSubpartsLikeWhatwg) {
+TEST(TokenizerUtf8Test, RepairsMaximalSubpartsLikeWhatwg) {
   const std::string r = "\xEF\xBF\xBD";
   EXPECT_EQ(tokens::RepairUtf8("ok \xC3\xA9"), "ok \xC3\xA9");
   EXPECT_EQ(tokens::RepairUtf8("\x80"), r);
@@ -49,14 +49,14 @@ TEST(Utf8Test, RepairsMaximalSubpartsLikeWhatwg) {
   EXPECT_EQ(tokens::FindInvalidUtf8("0123456789\xC3"), 10u);
 }
 
-TEST(EncodingTest, Names) {
+TEST(TokenizerEncodingTest, Names) {
   EXPECT_EQ(EncodingName(Encoding::kO200kBase), "o200k_base");
   EXPECT_EQ(*ParseEncoding("o200k"), Encoding::kO200kBase);
   EXPECT_EQ(*ParseEncoding("cl100k_base"), Encoding::kCl100kBase);
   EXPECT_EQ(ParseEncoding("p50k").status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(VocabTest, SearchOrderAndMissingVocabularyMessage) {
+TEST(TokenizerVocabTest, SearchOrderAndMissingVocabularyMessage) {
   VocabOptions opts;
   opts.dir = "/nonexistent/explicit";
   opts.use_env = false;
@@ -88,7 +88,7 @@ TEST(VocabTest, SearchOrderAndMissingVocabularyMessage) {
   }
 }
 
-TEST(VocabTest, RejectsModifiedFile) {
+TEST(TokenizerVocabTest, RejectsModifiedFile) {
   COMPACTOR_LOAD_TOKENIZER_OR_SKIP(tok, Encoding::kCl100kBase);
   std::ifstream in(tok->source_path(), std::ios::binary);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
