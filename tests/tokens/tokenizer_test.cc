@@ -120,6 +120,29 @@ TEST(TokenizerVocabTest, RejectsModifiedFile) {
   EXPECT_EQ((*found)->vocab_size(), 100256u);
 }
 
+TEST(TokenizerSharedTest, OneInstancePerEncodingAndOptions) {
+  COMPACTOR_LOAD_TOKENIZER_OR_SKIP(tok, Encoding::kCl100kBase);
+  auto a = Tokenizer::Shared(Encoding::kCl100kBase);
+  auto b = Tokenizer::Shared(Encoding::kCl100kBase);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->get(), b->get());
+  EXPECT_EQ((*a)->encoding(), Encoding::kCl100kBase);
+  VocabOptions missing;
+  missing.dir = "/nonexistent/compactor-vocab";
+  missing.use_env = false;
+  auto c = Tokenizer::Shared(Encoding::kCl100kBase, missing);
+  // The explicit dir is absent, so the later defaults are searched: a
+  // distinct instance (other options) of the same vocabulary, unless the
+  // vocabulary is only reachable through the environment.
+  if (c.ok()) {
+    EXPECT_NE(c->get(), a->get());
+    EXPECT_EQ((*c)->Count("hello world"), 2u);
+  } else {
+    EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+  }
+}
+
 class TokenizerTest : public ::testing::TestWithParam<Encoding> {};
 
 TEST_P(TokenizerTest, KnownIds) {
