@@ -22,8 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool HaveNode() { return std::system("node --version > /dev/null 2>&1") == 0; }
-
 void CollectStrings(const nlohmann::json& j, std::string* out) {
   if (j.is_string()) {
     *out += j.get_ref<const std::string&>();
@@ -86,7 +84,8 @@ class TokenizerGoldenTest : public ::testing::TestWithParam<Encoding> {};
 
 TEST_P(TokenizerGoldenTest, IdsIdenticalToTiktokenWasm) {
   COMPACTOR_LOAD_TOKENIZER_OR_SKIP(tok, GetParam());
-  if (!HaveNode()) GTEST_SKIP() << "node not found: golden comparison with tiktoken skipped";
+  if (!compactor::testing::HaveNode())
+    GTEST_SKIP() << "node not found: golden comparison with tiktoken skipped";
   std::string deps = std::getenv("COMPACTOR_NODE_DEPS_DIR") ? std::getenv("COMPACTOR_NODE_DEPS_DIR")
                                                             : COMPACTOR_NODE_DEPS_DIR;
   if (!fs::exists(deps + "/node_modules/tiktoken/package.json")) {
