@@ -295,7 +295,9 @@ TEST(ApplyRewrite, RewritesOnlyThePlannedLinesInPlace) {
   ASSERT_EQ(before.size(), after.size());
   const size_t changed = s->entry(*s->Find(old)).line - 1;
   for (size_t i = 0; i < before.size(); ++i)
-    if (i != changed) EXPECT_EQ(before[i], after[i]) << "line " << i + 1;
+    if (i != changed) {
+      EXPECT_EQ(before[i], after[i]) << "line " << i + 1;
+    }
   EXPECT_EQ(
       after[changed],
       R"({"type":"message","id":")" + old +
