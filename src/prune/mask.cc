@@ -20,21 +20,38 @@ struct CallInfo {
   std::string arguments_json;
 };
 
-// `s` cut to at most `max_units` UTF-16 units at a code point boundary, with
-// "…" when something was dropped.
-std::string Clip(const std::string& s, size_t max_units) {
-  if (static_cast<size_t>(Utf16Length(s)) <= max_units) return s;
-  size_t units = 0, i = 0;
-  const size_t budget = max_units > 0 ? max_units - 1 : 0;  // room for "…"
-  while (i < s.size()) {
+// Byte offsets of the code points of valid UTF-8 `s`, with their UTF-16 widths.
+struct CodePoint {
+  size_t offset;
+  size_t units;
+};
+std::vector<CodePoint> CodePoints(const std::string& s) {
+  std::vector<CodePoint> out;
+  for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    size_t u = c >= 0xF0 ? 2 : 1;
-    if (units + u > budget || i + len > s.size()) break;
-    units += u;
+    out.push_back({i, c >= 0xF0 ? 2u : 1u});
     i += len;
   }
-  return s.substr(0, i) + "…";
+  return out;
+}
+
+// `s` cut to at most `max_units` UTF-16 units at code point boundaries, the
+// dropped part marked by "…": from the end, or from the middle when `middle`
+// (a long path keeps its file name, a long command its start and end).
+std::string Clip(const std::string& s, size_t max_units, bool middle) {
+  if (static_cast<size_t>(Utf16Length(s)) <= max_units) return s;
+  std::vector<CodePoint> cps = CodePoints(s);
+  const size_t budget = max_units > 0 ? max_units - 1 : 0;  // room for "…"
+  const size_t head_budget = middle ? budget / 3 : budget;
+  size_t head = 0, units = 0;
+  while (head < cps.size() && units + cps[head].units <= head_budget) units += cps[head++].units;
+  size_t tail = cps.size();
+  while (middle && tail > head && units + cps[tail - 1].units <= budget) units += cps[--tail].units;
+  std::string out = s.substr(0, head < cps.size() ? cps[head].offset : s.size());
+  out += "…";
+  if (tail < cps.size()) out += s.substr(cps[tail].offset);
+  return out;
 }
 
 // `path: "src/a.ts", limit: 40` from the call's arguments object. Strings are
@@ -53,14 +70,14 @@ std::string ArgumentsSummary(const std::string& arguments_json, size_t max_chars
         std::string value =
             it.value().dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
         // One long value (file contents of a write) must not crowd out the rest.
-        out += Clip(value, std::max<size_t>(max_chars / 2, 16));
+        out += Clip(value, std::max<size_t>(max_chars / 2, 16), /*middle=*/true);
         if (out.size() > 4 * max_chars) break;
       }
     }
   } catch (const nlohmann::json::exception&) {
     out = arguments_json;
   }
-  return Clip(out, max_chars);
+  return Clip(out, max_chars, /*middle=*/false);
 }
 
 int64_t CountLines(const Message& m) {

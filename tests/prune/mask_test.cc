@@ -83,7 +83,25 @@ TEST(Mask, LongArgumentsAreClipped) {
   const std::string& p = plan->outputs[0].replacement;
   EXPECT_NE(p.find("write(path: \"a.txt\", content: \"yyy"), std::string::npos) << p;
   EXPECT_NE(p.find("…"), std::string::npos);
+  EXPECT_NE(p.find("yyy\"): 400 tokens"), std::string::npos) << p;  // clipped in the middle
   EXPECT_LT(p.size(), 200u);
+}
+
+TEST(Mask, LongPathsKeepTheirFileName) {
+  SessionBuilder b;
+  b.User("go");
+  std::string dir;
+  for (int i = 0; i < 20; ++i) dir += "/directory" + std::to_string(i);
+  b.ToolPair("read", R"({"path":")" + dir + R"(/interactive-mode.ts"})", 400);
+  auto s = Load(b.text());
+  MaskOptions o = Keep(0);
+  o.protected_tools.clear();
+  auto plan = PlanMask(*s, std::nullopt, o);
+  ASSERT_EQ(plan->outputs.size(), 1u);
+  const std::string& p = plan->outputs[0].replacement;
+  EXPECT_EQ(p.rfind("[Masked output of read(path: \"/directory0/", 0), 0u) << p;
+  EXPECT_NE(p.find("…"), std::string::npos) << p;
+  EXPECT_NE(p.find("/interactive-mode.ts\"): 400 tokens"), std::string::npos) << p;
 }
 
 TEST(Mask, SmallProtectedAndAlreadyPrunedOutputsStay) {
