@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "common.h"
 #include "compactor/prune.h"
+#include "compactor/tokenizer.h"
 
 namespace compactor::cli {
 namespace {
@@ -19,10 +20,12 @@ struct PruneArgs {
   int64_t minimum_savings = 20000;
   int64_t min_prune_tokens = 0;
   bool only_in_context = false;
+  std::string tokenizer = "estimate";
+  std::string vocab_dir;
 };
 
 nlohmann::ordered_json Report(const RewritePlan& plan, bool written, const WriteRewrittenResult& w,
-                              bool dry_run) {
+                              bool dry_run, std::string_view tokenizer) {
   nlohmann::ordered_json j;
   j["pruned"] = plan.outputs.size();
   j["tokensSaved"] = plan.tokens_saved;
@@ -44,6 +47,7 @@ nlohmann::ordered_json Report(const RewritePlan& plan, bool written, const Write
   j["alreadyPruned"] = plan.already_pruned;
   j["candidates"] = plan.candidate_count;
   j["candidateSavings"] = plan.candidate_savings;
+  j["tokenizer"] = tokenizer;
   j["skippedReason"] =
       plan.skipped_reason.empty() ? nullptr : nlohmann::ordered_json(plan.skipped_reason);
   return j;
@@ -70,6 +74,10 @@ void RegisterPrune(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--only-context", args->only_in_context,
                 "skip outputs an earlier compaction already summarized");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "token counts: estimate (pi's chars/4, default) or o200k (oh-my-pi's numbers; "
+                  "needs the vocabulary, docs/tokenizers.md)");
+  cmd->add_option("--vocab-dir", args->vocab_dir, "directory holding o200k_base.tiktoken");
   cmd->add_option("--leaf", args->leaf, "prune the branch ending at this entry");
   cmd->add_option("-o,--output", args->out,
                   "write the pruned session here instead of over FILE (no backup)");
@@ -90,6 +98,27 @@ void RegisterPrune(CLI::App& app) {
       }
     }
     PruneOptions options;
+    std::unique_ptr<Tokenizer> tokenizer;
+    std::string tokenizer_name = "estimate";
+    if (args->tokenizer != "estimate") {
+      auto encoding = ParseEncoding(args->tokenizer);
+      if (!encoding.ok()) {
+        ExitCode() = Fail(encoding.status());
+        return;
+      }
+      VocabOptions vo;
+      vo.dir = args->vocab_dir;
+      auto loaded_tokenizer = Tokenizer::Load(*encoding, vo);
+      if (!loaded_tokenizer.ok()) {
+        ExitCode() = Fail(loaded_tokenizer.status());
+        return;
+      }
+      tokenizer = std::move(*loaded_tokenizer);
+      tokenizer_name = std::string(EncodingName(*encoding));
+      options.count_tokens = TokenizerCounter([t = tokenizer.get()](std::string_view text) {
+        return static_cast<int64_t>(t->Count(text));
+      });
+    }
     options.protect_tokens = args->protect_tokens;
     options.minimum_savings = args->minimum_savings;
     options.min_prune_tokens = args->min_prune_tokens;
@@ -112,7 +141,7 @@ void RegisterPrune(CLI::App& app) {
       written = std::move(*w);
     }
     if (args->json) {
-      Print(Report(*plan, write, written, args->dry_run)
+      Print(Report(*plan, write, written, args->dry_run, tokenizer_name)
                 .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
             "\n");
       return;
@@ -122,15 +151,16 @@ void RegisterPrune(CLI::App& app) {
       out = fmt::format("nothing to prune ({}; {} tool outputs, {} already pruned)\n",
                         plan->skipped_reason, plan->scanned, plan->already_pruned);
     } else if (args->dry_run) {
-      out = fmt::format("would prune {} tool outputs, saving {} tokens (estimated):\n",
-                        plan->outputs.size(), plan->tokens_saved);
+      out = fmt::format("would prune {} tool outputs, saving {} tokens ({}):\n",
+                        plan->outputs.size(), plan->tokens_saved, tokenizer_name);
       for (const ReplacedOutput& r : plan->outputs)
         out += fmt::format("  {:<10} #{:<6} {:<12} {} tokens\n", r.entry_id, r.path_index,
                            r.tool_name, r.tokens);
     } else {
-      out = fmt::format("pruned {} tool outputs, saving {} tokens (estimated); wrote {}{}\n",
-                        plan->outputs.size(), plan->tokens_saved, written.output_path,
-                        written.backup_path ? ", original kept as " + *written.backup_path : "");
+      out =
+          fmt::format("pruned {} tool outputs, saving {} tokens ({}); wrote {}{}\n",
+                      plan->outputs.size(), plan->tokens_saved, tokenizer_name, written.output_path,
+                      written.backup_path ? ", original kept as " + *written.backup_path : "");
     }
     Print(out);
   });

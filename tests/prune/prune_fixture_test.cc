@@ -10,7 +10,6 @@
 #include "compactor/estimate.h"
 #include "compactor/prune.h"
 #include "compactor/session.h"
-#include "prepare/fixture_paths.h"
 #include "prune/session_builder.h"
 #include "support/test_util.h"
 
@@ -24,11 +23,11 @@ namespace {
 
 using testing::ReadFileOrDie;
 using testing::RunCli;
-using testing::SessionBuilder;
 using testing::TempDir;
+using testing_prune::SessionBuilder;
 
 std::string OmpDir() {
-  std::string shared = testing_paths::SharedDir();
+  std::string shared = testing::SharedDir();
   return shared.empty() ? "" : shared + "/fixtures/omp";
 }
 
@@ -89,6 +88,28 @@ TEST(PruneGolden, OhMyPiO200k) {
 #endif
 }
 
+// The same through the CLI: `--tokenizer o200k` reproduces oh-my-pi's numbers.
+TEST(PruneGolden, CliWithO200k) {
+  if (OmpDir().empty()) GTEST_SKIP() << "shared/fixtures not available";
+#ifndef COMPACTOR_PRUNE_HAVE_TOKENIZER
+  GTEST_SKIP() << "compactor/tokenizer.h is not part of this build";
+#else
+  auto tok = Tokenizer::Load(Encoding::kO200kBase);
+  if (!tok.ok()) GTEST_SKIP() << "o200k vocabulary not installed: " << tok.status().message();
+  std::string file = OmpDir() + "/before-compaction.v3.jsonl";
+  auto r = RunCli({"prune", file, "--dry-run", "--json", "--tokenizer", "o200k", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  auto golden = Golden("before-compaction")["pruneToolOutputs"];
+  EXPECT_EQ(j["pruned"], golden["prunedCount"]);
+  EXPECT_EQ(j["tokensSaved"], golden["tokensSaved"]);
+  EXPECT_EQ(j["tokenizer"], "o200k_base");
+  EXPECT_EQ(j["written"], false);
+  ASSERT_EQ(j["entries"].size(), golden["prunedEntries"].size());
+  EXPECT_EQ(j["entries"][0]["notice"], golden["prunedEntries"][0]["notice"]);
+#endif
+}
+
 // The pi-estimate variant over the fixtures: no golden exists for it, so the
 // rules are checked on the real data. Every pruned result lies beyond the
 // protected window measured from the leaf, none is a read/skill result, and
@@ -122,7 +143,7 @@ TEST(PruneFixtures, EstimateVariantObeysTheRules) {
 // pi itself loads the pruned file, builds the same context as Compactor, and
 // its chars/4 context sum drops by exactly the planned savings.
 TEST(PruneOracle, PiLoadsThePrunedFixtureAndLosesExactlyTheSavings) {
-  std::string shared = testing_paths::SharedDir();
+  std::string shared = testing::SharedDir();
   if (shared.empty() || !testing::HaveNode())
     GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
   TempDir d;
@@ -155,7 +176,7 @@ TEST(PruneOracle, PiLoadsThePrunedFixtureAndLosesExactlyTheSavings) {
 }
 
 TEST(PruneOracle, PiLoadsAMaskedSession) {
-  std::string shared = testing_paths::SharedDir();
+  std::string shared = testing::SharedDir();
   if (shared.empty() || !testing::HaveNode())
     GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
   SessionBuilder b;
@@ -270,6 +291,7 @@ TEST(PruneCli, BadInputAndUsageErrors) {
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("nope"), std::string::npos);
   EXPECT_EQ(RunCli({"prune", f, "--protect-tokens", "-5"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"prune", f, "--tokenizer", "words"}).exit_code, 2);
   EXPECT_EQ(RunCli({"prune"}).exit_code, 2);
   EXPECT_EQ(ReadFileOrDie(f), PrunableSession());
   auto help = RunCli({"prune", "--help"});

@@ -15,7 +15,7 @@
 namespace compactor {
 namespace {
 
-using testing::SessionBuilder;
+using testing_prune::SessionBuilder;
 
 std::unique_ptr<Session> Load(const std::string& text) {
   auto s = Session::FromString(text, "t.jsonl");

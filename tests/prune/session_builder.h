@@ -9,7 +9,7 @@
 #include "compactor/entries.h"
 #include "compactor/js_json.h"
 
-namespace compactor::testing {
+namespace compactor::testing_prune {
 
 class SessionBuilder {
  public:
@@ -82,6 +82,6 @@ class SessionBuilder {
   int calls_ = 0;
 };
 
-}  // namespace compactor::testing
+}  // namespace compactor::testing_prune
 
 #endif  // COMPACTOR_TESTS_PRUNE_SESSION_BUILDER_H_
