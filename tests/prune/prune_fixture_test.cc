@@ -198,6 +198,40 @@ TEST(PruneOracle, PiLoadsAMaskedSession) {
             nlohmann::json::parse(pi.out)["contextMessages"]);
 }
 
+// Masking a real session: pi loads it, builds the same context as Compactor,
+// and its chars/4 sum drops by exactly the planned savings (placeholders with
+// real arguments: quotes, non-ASCII, clipped values).
+TEST(PruneOracle, PiLoadsTheMaskedFixtureAndLosesExactlyTheSavings) {
+  std::string shared = testing::SharedDir();
+  if (shared.empty() || !testing::HaveNode())
+    GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
+  TempDir d;
+  std::string original = ReadFileOrDie(OmpDir() + "/large-session.v3.jsonl");
+  std::string path = d.Write("l.jsonl", original);
+  auto s = Session::Open(path);
+  ASSERT_TRUE(s.ok());
+  auto plan = PlanMask(**s, std::nullopt);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_GT(plan->outputs.size(), 10u);
+  auto written = WriteRewrittenSession(**s, path, *plan);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ(ReadFileOrDie(path + ".bak"), original);
+  auto oracle = [&](const std::string& file) {
+    auto r = testing::RunProgram(
+        {shared + "/tools/pi-oracle/run.sh", "harness.mjs", file, "--messages", "full"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  auto before = oracle(path + ".bak");
+  auto after = oracle(path);
+  EXPECT_EQ(before["estimatedTokens"]["heuristicSum"].get<int64_t>() -
+                after["estimatedTokens"]["heuristicSum"].get<int64_t>(),
+            plan->tokens_saved);
+  auto ours = RunCli({"context", path, "--json", "-q"});
+  ASSERT_EQ(ours.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(ours.out)["messages"], after["contextMessages"]);
+}
+
 // --- CLI ----------------------------------------------------------------
 
 std::string PrunableSession() {
