@@ -14,6 +14,7 @@ void RegisterMigrate(CLI::App& app);
 void RegisterCompact(CLI::App& app);
 void RegisterBranch(CLI::App& app);
 void RegisterPlan(CLI::App& app);
+void RegisterPrune(CLI::App& app);
 
 }  // namespace compactor::cli
 

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   RegisterCompact(app);
   RegisterBranch(app);
   RegisterPlan(app);
+  RegisterPrune(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
