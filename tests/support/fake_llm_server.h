@@ -22,6 +22,16 @@ class Server;
 namespace compactor::testing {
 
 struct FakeReply {
+  FakeReply() = default;
+  FakeReply(int status_in, std::string body_in, std::string content_type_in = "application/json",
+            std::map<std::string, std::string> headers_in = {},
+            std::chrono::milliseconds delay_in = std::chrono::milliseconds(0))
+      : status(status_in),
+        body(std::move(body_in)),
+        content_type(std::move(content_type_in)),
+        headers(std::move(headers_in)),
+        delay(delay_in) {}
+
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
