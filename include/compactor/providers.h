@@ -376,11 +376,13 @@ Result<LlmResponse> CompleteWithRecovery(std::span<const ModelConfig> candidates
 //    (images become markers), and the learned window (0.85 x the failing
 //    request's estimate) is recorded; a learned window smaller than the
 //    request shrinks it before sending;
-//  - the next candidate is tried on 401/403, a missing key, a wait beyond
-//    policy.max_wait, exhausted retries, or an unusable summary (empty, or cut
-//    by the output cap);
+//  - the next candidate is tried after any failure but cancellation: 401/403,
+//    a missing key, a wait beyond policy.max_wait, exhausted retries, an
+//    unusable summary (empty, or cut by the output cap), an overflow that
+//    survived three shrinks, other errors;
 //  - errors: kCancelled, kInvalidArgument (no candidates), otherwise the last
-//    candidate's error (kUnavailable / kFailedPrecondition), key redacted.
+//    candidate's error (kUnavailable, or kFailedPrecondition for a missing
+//    key), key redacted.
 // `shrink` null = DefaultShrinker(text).
 Result<std::string> CompleteSummary(std::span<const ModelConfig> candidates,
                                     const SummaryRequestText& text, const CallOptions& options,
