@@ -75,6 +75,10 @@ struct ModelConfig {
   // "max_completion_tokens"; empty = "max_completion_tokens" for
   // api.openai.com and "max_tokens" for compatible servers.
   std::string max_tokens_field;
+  // Ask for a streamed (SSE) response (not for "remote"). The text is the
+  // same; a stream cut short is detected and retried, and proxies that drop
+  // idle connections see traffic while the summary is generated.
+  bool stream = false;
   // Per-request timeout (whole request), in milliseconds.
   int64_t timeout_ms = 300000;
   // Connection timeout, in milliseconds.
@@ -187,6 +191,9 @@ struct LlmResponse {
   // For an "error" stop inside a 2xx body (an "error" object, an unexpected
   // finish reason such as model_context_window_exceeded).
   std::string error_message;
+  // An "error" stop reported inside a stream that is worth retrying
+  // (overloaded, server or rate-limit error events).
+  bool transient = false;
   LlmUsage usage;
   int http_status = 0;
 };
@@ -207,6 +214,10 @@ Result<HttpRequest> BuildProviderRequest(const ModelConfig& model, const LlmRequ
 // Parses a 2xx response body. kUnavailable for malformed JSON or a body
 // without the expected fields (providers and proxies send those transiently).
 Result<LlmResponse> ParseProviderResponse(const ModelConfig& model, std::string_view body);
+
+// Parses a complete streamed (SSE) 2xx body. kUnavailable when the stream
+// ended before the API's completion marker (truncated) or held no events.
+Result<LlmResponse> ParseProviderStream(const ModelConfig& model, std::string_view sse_body);
 
 // The text a failed HTTP response is described with, pi style:
 // "<status> <body>" or "<status> status code (no body)".

@@ -5,6 +5,7 @@
 
 #include "compactor/providers.h"
 #include "providers/json_util.h"
+#include "providers/stream.h"
 
 namespace compactor {
 namespace {
@@ -121,7 +122,8 @@ Json ChatBody(const ModelConfig& model, const LlmRequest& req) {
   if (mt > 0) body[ChatMaxTokensField(model)] = mt;
   std::string effort = EffectiveReasoning(model, req.thinking_level);
   if (!effort.empty()) body["reasoning_effort"] = effort == "xhigh" ? "high" : effort;
-  body["stream"] = false;
+  body["stream"] = model.stream;
+  if (model.stream) body["stream_options"] = {{"include_usage", true}};
   return body;
 }
 
@@ -179,7 +181,7 @@ Json ResponsesBody(const ModelConfig& model, const LlmRequest& req) {
   std::string effort = EffectiveReasoning(model, req.thinking_level);
   if (!effort.empty()) body["reasoning"] = {{"effort", effort == "xhigh" ? "high" : effort}};
   body["store"] = false;
-  body["stream"] = false;
+  body["stream"] = model.stream;
   return body;
 }
 
@@ -265,6 +267,7 @@ Json AnthropicBody(const ModelConfig& model, const LlmRequest& req) {
   if (!req.system_prompt.empty()) body["system"] = req.system_prompt;
   body["messages"] = AnthropicMessages(req);
   if (budget > 0) body["thinking"] = {{"type", "enabled"}, {"budget_tokens", budget}};
+  if (model.stream) body["stream"] = true;
   return body;
 }
 
@@ -539,6 +542,12 @@ Result<LlmResponse> ParseProviderResponse(const ModelConfig& model, std::string_
       return ParseRemote(doc);
   }
   return Malformed(model, "unknown provider");
+}
+
+Result<LlmResponse> ParseProviderStream(const ModelConfig& model, std::string_view sse_body) {
+  providers::StreamDecoder decoder(model);
+  decoder.Feed(sse_body);
+  return decoder.Finish();
 }
 
 std::string DescribeHttpFailure(int status, std::string_view body) {

@@ -8,6 +8,7 @@
 
 #include "compactor/providers.h"
 #include "compactor/summarizer.h"
+#include "providers/stream.h"
 
 namespace compactor {
 namespace {
@@ -28,6 +29,9 @@ class RealClock : public RetryClock {
     }
   }
 };
+
+// Streamed bytes kept for error reporting and the non-SSE fallback.
+constexpr size_t kMaxRawBody = 8 << 20;
 
 bool IsRetryableStatus(int status) {
   return status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
@@ -152,6 +156,7 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
     return out;
   }
   HttpRequest http = std::move(built).value();
+  const bool streaming = model.stream && model.provider != ProviderKind::kRemote;
   http.cancel_flag = options.cancel_flag;
   http.is_cancelled = options.is_cancelled;
 
@@ -163,7 +168,20 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
     out.attempts = attempt + 1;
     CallFailure failure;
     Status status;
+    // Streaming: events are decoded as they arrive; the raw bytes are kept
+    // (bounded) in case the answer is an error body or plain JSON after all.
+    std::optional<providers::StreamDecoder> decoder;
+    std::string raw;
+    if (streaming) {
+      decoder.emplace(model);
+      http.on_data = [&decoder, &raw](std::string_view chunk) {
+        decoder->Feed(chunk);
+        if (raw.size() < kMaxRawBody) raw.append(chunk.substr(0, kMaxRawBody - raw.size()));
+        return true;
+      };
+    }
     auto sent = transport->Send(http);
+    if (sent.ok() && streaming) sent->body = raw;
     if (!sent.ok()) {
       if (sent.status().code() == StatusCode::kCancelled || cancelled()) {
         out.result = Status::Cancelled(Prefix(model) + "request cancelled");
@@ -173,7 +191,8 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
       status = Status::Unavailable(Prefix(model) + RedactSecret(sent.status().message(), key));
       failure.retryable = true;
     } else if (sent->status >= 200 && sent->status < 300) {
-      auto parsed = ParseProviderResponse(model, sent->body);
+      auto parsed = streaming && decoder->saw_events() ? decoder->Finish()
+                                                       : ParseProviderResponse(model, sent->body);
       if (!parsed.ok()) {
         status = Status::Unavailable(Prefix(model) + RedactSecret(parsed.status().message(), key));
         failure.retryable = true;
@@ -201,6 +220,7 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
               Status::Unavailable(Prefix(model) + "context overflow: " + RedactSecret(why, key));
         } else if (r.stop_reason == "error") {
           status = Status::Unavailable(Prefix(model) + RedactSecret(r.error_message, key));
+          failure.retryable = r.transient;
         } else {
           if (options.on_attempt) options.on_attempt(model.name, attempt, Status::Ok());
           out.result = std::move(r);

@@ -85,6 +85,10 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
       m.headers[h.key()] = h.value().get<std::string>();
     }
   }
+  if (auto it = obj.find("stream"); it != obj.end() && !it->is_null()) {
+    if (!it->is_boolean()) return KeyError(name, "stream", "must be true or false");
+    m.stream = it->get<bool>();
+  }
   RETURN_IF_ERROR(ReadString(obj, name, "maxTokensField", &m.max_tokens_field));
   if (!m.max_tokens_field.empty() && m.max_tokens_field != "max_tokens" &&
       m.max_tokens_field != "max_completion_tokens") {

@@ -44,7 +44,20 @@ bool FakeLlmServer::Start() {
     }
     res.status = reply.status;
     for (const auto& [k, v] : reply.headers) res.set_header(k, v);
-    if (reply.truncate) {
+    if (!reply.chunks.empty()) {
+      auto chunks = std::make_shared<std::vector<std::string>>(reply.chunks);
+      auto delay = reply.chunk_delay;
+      res.set_chunked_content_provider(reply.content_type,
+                                       [chunks, delay, this](size_t, httplib::DataSink& sink) {
+                                         for (const std::string& c : *chunks) {
+                                           if (stopping_.load() || !sink.write(c.data(), c.size()))
+                                             return false;
+                                           std::this_thread::sleep_for(delay);
+                                         }
+                                         sink.done();
+                                         return true;
+                                       });
+    } else if (reply.truncate) {
       auto body = std::make_shared<std::string>(reply.body);
       res.set_content_provider(body->size(), reply.content_type,
                                [body](size_t offset, size_t, httplib::DataSink& sink) {

@@ -41,6 +41,10 @@ struct FakeReply {
   // Declare Content-Length of the full body but send only the first half,
   // then drop the connection.
   bool truncate = false;
+  // When not empty: sent with chunked transfer encoding, one write per chunk,
+  // `chunk_delay` apart (the body above is ignored).
+  std::vector<std::string> chunks;
+  std::chrono::milliseconds chunk_delay{5};
 };
 
 struct RecordedRequest {
