@@ -174,6 +174,12 @@ class CurlTransport : public HttpTransport {
     size_t scheme = url.find("://");
     size_t start = scheme == std::string::npos ? 0 : scheme + 3;
     size_t end = url.find_first_of("/?#", start);
+    if (end == std::string::npos) end = url.size();
+    // Drop any user:password@ part.
+    size_t at = url.rfind('@', end);
+    if (at != std::string::npos && at >= start) {
+      return url.substr(0, start) + url.substr(at + 1, end - at - 1);
+    }
     return url.substr(0, end);
   }
 };

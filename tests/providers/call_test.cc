@@ -375,13 +375,15 @@ TEST_F(ProviderCallTest, RequestTimeoutIsRetryable) {
 
 TEST_F(ProviderCallTest, ConnectionRefusedIsUnavailable) {
   ModelConfig m = Model(ProviderKind::kOpenAiChat);
-  m.base_url = "http://127.0.0.1:1/v1";  // nothing listens on port 1
+  m.base_url = "http://user:hunter2@127.0.0.1:1/v1";  // nothing listens on port 1
   options_.retry.max_retries = 1;
   CallOutcome out = CallModel(m, LlmRequest{"", {LlmMessage::UserText("u")}, 0, ""}, options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_EQ(out.result.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(out.attempts, 2);
   EXPECT_TRUE(out.failure.retryable);
+  EXPECT_THAT(out.result.status().message(), HasSubstr("request to http://127.0.0.1:1 failed"));
+  EXPECT_THAT(out.result.status().message(), Not(HasSubstr("hunter2")));
 }
 
 // --- unusable summaries ----------------------------------------------------
@@ -731,6 +733,89 @@ TEST_F(ProviderCallTest, ConcurrentCallsShareTransportSafely) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 4);
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// The transport seam: the whole call policy runs in memory.
+class ScriptedTransport : public HttpTransport {
+ public:
+  Result<HttpResponse> Send(const HttpRequest& request) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    sent.push_back(request);
+    if (replies.empty()) return Status::Unavailable("no scripted reply");
+    auto r = replies.front();
+    replies.erase(replies.begin());
+    return r;
+  }
+  std::mutex mu_;
+  std::vector<Result<HttpResponse>> replies;
+  std::vector<HttpRequest> sent;
+};
+
+TEST(InMemoryTransportTest, RetryThenSuccessWithoutNetwork) {
+  auto transport = std::make_shared<ScriptedTransport>();
+  transport->replies.push_back(Status::Unavailable("connection reset"));
+  HttpResponse busy;
+  busy.status = 503;
+  busy.headers["retry-after"] = "3";
+  transport->replies.push_back(busy);
+  HttpResponse ok;
+  ok.status = 200;
+  ok.body = R"({"summary":"in memory"})";
+  transport->replies.push_back(ok);
+  auto clock = std::make_shared<FakeClock>();
+  CallOptions options;
+  options.transport = transport;
+  options.clock = clock;
+  options.get_env = [](const std::string&) { return std::optional<std::string>("k-123456"); };
+  ModelConfig m;
+  m.name = std::string("svc");
+  m.provider = ProviderKind::kRemote;
+  m.base_url = "memory://summarize";
+  m.api_key_env = "ANY";
+  SummaryRequestText text{"sys", "prompt", 0, ""};
+  auto r = CompleteSummary(std::span(&m, 1), text, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "in memory");
+  ASSERT_EQ(transport->sent.size(), 3u);
+  EXPECT_EQ(transport->sent[0].url, "memory://summarize");
+  EXPECT_EQ(transport->sent[0].body, R"({"systemPrompt":"sys","prompt":"prompt"})");
+  bool has_auth = false;
+  for (const auto& [k, v] : transport->sent[0].headers) {
+    if (k == "authorization") has_auth = v == "Bearer k-123456";
+  }
+  EXPECT_TRUE(has_auth);
+  EXPECT_THAT(clock->sleeps(), ::testing::ElementsAre(milliseconds(2000), milliseconds(3000)));
+}
+
+TEST(InMemoryTransportTest, KeyReadAtRequestTime) {
+  auto transport = std::make_shared<ScriptedTransport>();
+  HttpResponse ok;
+  ok.status = 200;
+  ok.body = R"({"summary":"s"})";
+  transport->replies = {ok, ok};
+  std::string current = "first-key-1";
+  CallOptions options;
+  options.transport = transport;
+  options.clock = std::make_shared<FakeClock>();
+  options.get_env = [&current](const std::string&) { return std::optional<std::string>(current); };
+  ModelConfig m;
+  m.name = std::string("svc");
+  m.provider = ProviderKind::kRemote;
+  m.base_url = "memory://x";
+  m.api_key_env = "ROTATING";
+  SummaryRequestText text{"sys", "prompt", 0, ""};
+  ASSERT_TRUE(CompleteSummary(std::span(&m, 1), text, options).ok());
+  current = "second-key-2";
+  ASSERT_TRUE(CompleteSummary(std::span(&m, 1), text, options).ok());
+  ASSERT_EQ(transport->sent.size(), 2u);
+  EXPECT_EQ(transport->sent[0].headers.back().second, "Bearer first-key-1");
+  EXPECT_EQ(transport->sent[1].headers.back().second, "Bearer second-key-2");
 }
 
 }  // namespace
