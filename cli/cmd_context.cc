@@ -14,6 +14,7 @@ struct ContextArgs {
   std::string leaf;
   bool json = false;
   bool full = false;
+  bool expand = false;
 };
 
 // Streams the contract object without building one large string.
@@ -30,19 +31,7 @@ void PrintContextJson(const SessionContext& ctx) {
     if (i) Print(",");
     Print(ctx.messages[i].json());
   }
-  std::string tail = "],\"thinkingLevel\":";
-  AppendJsString(tail, ctx.thinking_level);
-  tail += ",\"model\":";
-  if (ctx.model) {
-    tail += "{\"provider\":";
-    AppendJsString(tail, ctx.model->provider);
-    tail += ",\"modelId\":";
-    AppendJsString(tail, ctx.model->model_id);
-    tail += "}";
-  } else {
-    tail += "null";
-  }
-  tail += "}\n";
+  std::string tail = ContextJsonTail(ctx) + "\n";
   Print(tail);
 }
 
@@ -127,6 +116,8 @@ void RegisterContext(CLI::App& app) {
       "--json", args->json,
       "print {\"leafId\",\"messages\",\"thinkingLevel\",\"model\"} (messages as pi builds them)");
   cmd->add_flag("--full", args->full, "transcript: do not clip long texts");
+  cmd->add_flag("--expand", args->expand,
+                "rebuild Compactor's own compactions (user-prompts) instead of pi's view of them");
   cmd->callback([args] {
     auto session = LoadSession(args->session);
     if (!session.ok()) {
@@ -135,6 +126,7 @@ void RegisterContext(CLI::App& app) {
     }
     ContextOptions options;
     if (!args->leaf.empty()) options.leaf_id = args->leaf;
+    options.expand_compactions = args->expand;
     auto ctx = BuildSessionContext(**session, options);
     if (!ctx.ok()) {
       ExitCode() = Fail(ctx.status());

@@ -21,13 +21,7 @@ namespace {
 struct PlanArgs {
   SessionArgs session;
   std::string leaf;
-  std::string settings_file;
-  std::optional<int64_t> keep_recent_tokens;
-  std::optional<int64_t> reserve_tokens;
-  std::string keep_policy;
-  std::optional<int> keep_turns;
-  std::optional<int> keep_messages;
-  std::optional<int64_t> context_window;
+  SettingsArgs settings;
   bool json = false;
   bool pi_quirks = false;
 };
@@ -78,6 +72,8 @@ std::string PlanJson(const PrepareResult& r) {
 
 std::string N(double v) { return JsNumber(v); }
 
+std::string Messages(size_t n) { return fmt::format("{} message{}", n, n == 1 ? "" : "s"); }
+
 // A short description of the entry at `path_index` ("entry 3158027b (assistant)").
 std::string Describe(const Session& s, const SessionContext& ctx, size_t path_index) {
   const Entry& e = s.entry(ctx.path[path_index]);
@@ -93,10 +89,10 @@ std::string PlanWords(const Session& s, const PrepareResult& r) {
                      ctx.leaf_id.value_or("(none)"), ctx.path.size(), ctx.messages.size());
   if (est.last_usage_index) {
     out += fmt::format(
-        "Context size: {} tokens (last reported usage {} + {} estimated for the {} messages after "
-        "it); the chars/4 estimate of all messages is {}.\n",
+        "Context size: {} tokens (last reported usage {} + {} estimated for the {} after it); "
+        "the chars/4 estimate of all messages is {}.\n",
         N(est.tokens), N(est.usage_tokens), est.trailing_tokens,
-        ctx.messages.size() - *est.last_usage_index - 1, est.heuristic_sum);
+        Messages(ctx.messages.size() - *est.last_usage_index - 1), est.heuristic_sum);
   } else {
     out += fmt::format(
         "Context size: {} tokens (chars/4 estimate; no assistant message reports usage).\n",
@@ -141,8 +137,8 @@ std::string PlanWords(const Session& s, const PrepareResult& r) {
         "resumes at what it kept ({}).\n",
         Describe(s, ctx, p.boundary_start_path_index));
   }
-  out += fmt::format("Would summarize: {} messages (~{} estimated tokens)",
-                     p.messages_to_summarize.size(), p.messages_to_summarize_tokens);
+  out += fmt::format("Would summarize: {} (~{} estimated tokens)",
+                     Messages(p.messages_to_summarize.size()), p.messages_to_summarize_tokens);
   if (!p.messages_to_summarize.empty()) {
     out += fmt::format(", from entry {} to entry {}",
                        s.entry(p.messages_to_summarize.front().entry_index).id,
@@ -156,8 +152,9 @@ std::string PlanWords(const Session& s, const PrepareResult& r) {
         Describe(s, ctx, *p.turn_start_path_index), p.turn_prefix_messages.size(),
         p.turn_prefix_tokens);
   }
-  out += fmt::format("Would keep verbatim: {} messages (~{} estimated tokens) from {} on.\n",
-                     p.kept_messages, p.kept_tokens, Describe(s, ctx, p.first_kept_path_index));
+  out += fmt::format("Would keep verbatim: {} (~{} estimated tokens) from {} on.\n",
+                     Messages(p.kept_messages), p.kept_tokens,
+                     Describe(s, ctx, p.first_kept_path_index));
   out += fmt::format("Tokens before: {}. Files: {} read, {} modified.\n", N(p.tokens_before),
                      p.file_lists.read_files.size(), p.file_lists.modified_files.size());
   auto list = [&out](std::string_view title, const std::vector<std::string>& files) {
@@ -181,50 +178,21 @@ void RegisterPlan(CLI::App& app) {
   AddSessionArgs(cmd, &args->session);
   cmd->add_flag("--json", args->json,
                 "print {\"estimatedTokens\": {...}, \"preparation\": null | {...}}");
-  cmd->add_option("--keep-recent-tokens", args->keep_recent_tokens,
-                  "estimated tokens to keep verbatim (default 20000)");
-  cmd->add_option("--reserve-tokens", args->reserve_tokens,
-                  "headroom below the context window (default 16384)");
   cmd->add_option("--leaf", args->leaf, "plan for this entry id instead of the file's last entry");
-  cmd->add_option("--settings", args->settings_file,
-                  "settings file (docs/settings.md); options given here override it");
-  cmd->add_option("--keep-policy", args->keep_policy,
-                  "tokens (default), turns, messages, opencode");
-  cmd->add_option("--keep-turns", args->keep_turns,
-                  "turns kept by --keep-policy turns (default 6)");
-  cmd->add_option("--keep-messages", args->keep_messages,
-                  "messages kept by --keep-policy messages (default 4)");
-  cmd->add_option("--context-window", args->context_window,
-                  "the model's context window (sizes the opencode tail budget)");
+  AddSettingsArgs(cmd, &args->settings);
   cmd->add_flag("--pi-quirks", args->pi_quirks,
                 "reproduce pi 0.73.1 exactly, including the bugs Compactor fixes "
                 "(docs/compatibility.md)");
   cmd->callback([args] {
     PrepareOptions options;
-    if (!args->settings_file.empty()) {
-      auto loaded = LoadSettingsFile(args->settings_file, *RealSettingsFileSystem());
-      if (!loaded.ok()) {
-        ExitCode() = Fail(loaded.status());
-        return;
-      }
-      for (const SettingsWarning& w : loaded->warnings) {
-        fmt::print(stderr, "compactor: warning: {}\n", w.ToString());
-      }
-      options.settings = loaded->settings;
-    }
-    CompactionSettings& s = options.settings;
-    if (args->keep_recent_tokens) s.keep_recent_tokens = *args->keep_recent_tokens;
-    if (args->reserve_tokens) s.reserve_tokens = *args->reserve_tokens;
-    if (!args->keep_policy.empty()) s.keep_policy = args->keep_policy;
-    if (args->keep_turns) s.keep_turns = *args->keep_turns;
-    if (args->keep_messages) s.keep_messages = *args->keep_messages;
-    if (args->context_window) s.context_window = *args->context_window;
-    if (!args->leaf.empty()) options.leaf_id = args->leaf;
-    options.pi_quirks = args->pi_quirks;
-    if (Status valid = ValidateSettings(s); !valid.ok()) {
-      ExitCode() = Fail(valid);
+    auto settings = ResolveSettings(args->settings);
+    if (!settings.ok()) {
+      ExitCode() = Fail(settings.status());
       return;
     }
+    options.settings = *settings;
+    if (!args->leaf.empty()) options.leaf_id = args->leaf;
+    options.pi_quirks = args->pi_quirks;
     auto session = LoadSession(args->session);
     if (!session.ok()) {
       ExitCode() = Fail(session.status());

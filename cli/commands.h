@@ -11,6 +11,8 @@ void RegisterStats(CLI::App& app);
 void RegisterTree(CLI::App& app);
 void RegisterTokens(CLI::App& app);
 void RegisterMigrate(CLI::App& app);
+void RegisterCompact(CLI::App& app);
+void RegisterBranch(CLI::App& app);
 void RegisterPlan(CLI::App& app);
 
 }  // namespace compactor::cli

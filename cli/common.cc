@@ -35,6 +35,42 @@ Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args) {
   return result;
 }
 
+void AddSettingsArgs(CLI::App* cmd, SettingsArgs* args) {
+  cmd->add_option("--settings", args->settings_file,
+                  "settings file (docs/settings.md); options given here override it");
+  cmd->add_option("--keep-recent-tokens", args->keep_recent_tokens,
+                  "estimated tokens to keep verbatim (default 20000)");
+  cmd->add_option("--reserve-tokens", args->reserve_tokens,
+                  "headroom below the context window (default 16384)");
+  cmd->add_option("--keep-policy", args->keep_policy,
+                  "tokens (default), turns, messages, opencode");
+  cmd->add_option("--keep-turns", args->keep_turns,
+                  "turns kept by --keep-policy turns (default 6)");
+  cmd->add_option("--keep-messages", args->keep_messages,
+                  "messages kept by --keep-policy messages (default 4)");
+  cmd->add_option("--context-window", args->context_window,
+                  "the model's context window (thresholds, opencode tail budget)");
+}
+
+Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
+  CompactionSettings s;
+  if (!args.settings_file.empty()) {
+    ASSIGN_OR_RETURN(LoadedSettings loaded,
+                     LoadSettingsFile(args.settings_file, *RealSettingsFileSystem()));
+    for (const SettingsWarning& w : loaded.warnings)
+      fmt::print(stderr, "compactor: warning: {}\n", w.ToString());
+    s = loaded.settings;
+  }
+  if (args.keep_recent_tokens) s.keep_recent_tokens = *args.keep_recent_tokens;
+  if (args.reserve_tokens) s.reserve_tokens = *args.reserve_tokens;
+  if (!args.keep_policy.empty()) s.keep_policy = args.keep_policy;
+  if (args.keep_turns) s.keep_turns = *args.keep_turns;
+  if (args.keep_messages) s.keep_messages = *args.keep_messages;
+  if (args.context_window) s.context_window = *args.context_window;
+  RETURN_IF_ERROR(ValidateSettings(s));
+  return s;
+}
+
 int Fail(const Status& s) {
   fmt::print(stderr, "compactor: {}\n", s.message());
   return s.code() == StatusCode::kInvalidArgument ? kExitUsageError : kExitInputError;

@@ -7,10 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "compactor/session.h"
+#include "compactor/settings.h"
 #include "compactor/status.h"
 
 namespace compactor::cli {
@@ -32,6 +34,20 @@ void AddSessionArgs(CLI::App* cmd, SessionArgs* args);
 // Loads a session; warnings go to stderr (at most 20 lines plus a count).
 // Shows progress on a terminal for large files.
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args);
+
+// Compaction settings: a settings file plus per-option overrides.
+struct SettingsArgs {
+  std::string settings_file;
+  std::optional<int64_t> keep_recent_tokens;
+  std::optional<int64_t> reserve_tokens;
+  std::string keep_policy;
+  std::optional<int> keep_turns;
+  std::optional<int> keep_messages;
+  std::optional<int64_t> context_window;
+};
+void AddSettingsArgs(CLI::App* cmd, SettingsArgs* args);
+// Loads the file (warnings on stderr), applies the overrides, validates.
+Result<CompactionSettings> ResolveSettings(const SettingsArgs& args);
 
 // Prints "compactor: <message>" on stderr and returns the exit code for `s`.
 int Fail(const Status& s);

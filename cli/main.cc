@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   RegisterTree(app);
   RegisterTokens(app);
   RegisterMigrate(app);
+  RegisterCompact(app);
+  RegisterBranch(app);
   RegisterPlan(app);
   try {
     app.parse(argc, argv);

@@ -83,7 +83,7 @@ struct BeforeTreeEvent {
   const Session& session;
   std::string target_id;
   std::string old_leaf_id;
-  std::string common_ancestor_id;  // empty when the branches share no entry
+  std::string common_ancestor_id;            // empty when the branches share no entry
   std::vector<size_t> entries_to_summarize;  // entry indices, oldest first
   bool user_wants_summary = false;
 };
@@ -166,15 +166,15 @@ struct CompactionResult {
   // Why nothing was done: "disabled", "below threshold", "nothing to summarize",
   // "already compacted", "cancelled by hook", "empty notes", ...; empty when compacted.
   std::string skipped_reason;
-  std::string entry_id;     // the appended entry (handoff: the new session's first entry)
-  std::string entry_json;   // its JSON line (without newline)
+  std::string entry_id;    // the appended entry (handoff: the new session's first entry)
+  std::string entry_json;  // its JSON line (without newline)
   std::string first_kept_entry_id;
-  std::string summary;      // as stored (footer included)
+  std::string summary;  // as stored (footer included)
   size_t messages_summarized = 0;
   size_t turn_prefix_messages = 0;
   bool split_turn = false;
-  double tokens_before = 0;   // context size before (usage-anchored, as pi measures)
-  int64_t tokens_after = 0;   // chars/4 estimate of the rebuilt context
+  double tokens_before = 0;       // context size before (usage-anchored, as pi measures)
+  int64_t tokens_after = 0;       // chars/4 estimate of the rebuilt context
   int64_t summarized_tokens = 0;  // chars/4 estimate of what the summary replaces
   // The context is still over the trigger threshold after compacting: the
   // caller must not compact again in a loop.

@@ -65,7 +65,8 @@ CompactingResult CompactionHooks::RunCompacting(const CompactingEvent& e,
   return out;
 }
 
-void CompactionHooks::RunAfterCompact(const AfterCompactEvent& e, std::vector<std::string>* errors) const {
+void CompactionHooks::RunAfterCompact(const AfterCompactEvent& e,
+                                      std::vector<std::string>* errors) const {
   for (const auto& f : after_compact_) GuardedVoid(f, e, "after_compact", on_error, errors);
 }
 
@@ -81,7 +82,8 @@ BeforeTreeResult CompactionHooks::RunBeforeTree(const BeforeTreeEvent& e,
   return out;
 }
 
-void CompactionHooks::RunAfterTree(const AfterTreeEvent& e, std::vector<std::string>* errors) const {
+void CompactionHooks::RunAfterTree(const AfterTreeEvent& e,
+                                   std::vector<std::string>* errors) const {
   for (const auto& f : after_tree_) GuardedVoid(f, e, "after_tree", on_error, errors);
 }
 

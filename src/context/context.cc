@@ -1,8 +1,8 @@
 #include "compactor/context.h"
 
-#include <cmath>
-
 #include <simdjson.h>
+
+#include <cmath>
 
 #include "compactor/js_json.h"
 #include "compactor/user_prompts.h"
@@ -116,7 +116,8 @@ bool ExpandUserPrompts(const Session& s, size_t index, std::vector<ContextMessag
     if (k["cut"].get(cut)) cut = "";
     if (k["part"].get(part)) part = "tail";
     if (!marker_done && part == "tail") {
-      out->push_back({Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
+      out->push_back(
+          {Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
       marker_done = true;
     }
     ContextMessage m{Role::kUser, index, {}, "", "kept-prompt"};
@@ -130,13 +131,21 @@ bool ExpandUserPrompts(const Session& s, size_t index, std::vector<ContextMessag
     out->push_back(std::move(m));
   }
   if (!marker_done) {
-    out->push_back({Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
+    out->push_back(
+        {Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
   }
-  out->push_back({Role::kUser, index, {}, UserTextMessage(UserPromptsSummaryText(summary), ts), "summary"});
+  out->push_back(
+      {Role::kUser, index, {}, UserTextMessage(UserPromptsSummaryText(summary), ts), "summary"});
   return true;
 }
 
 }  // namespace
+
+std::optional<ContextMessage> EntryMessage(const Session& session, size_t index) {
+  const Entry& e = session.entry(index);
+  if (e.type == EntryType::kCompaction || YieldsMessage(e)) return FromEntry(session, index);
+  return std::nullopt;
+}
 
 std::string MakeCompactionSummaryJson(std::string_view summary, double tokens_before,
                                       double timestamp_ms) {
@@ -181,12 +190,14 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
     switch (e.type) {
       case EntryType::kThinkingLevelChange:
         ctx.thinking_level = e.thinking_level;
+        ctx.thinking_level_set = e.has_thinking_level;
         break;
       case EntryType::kModelChange:
-        ctx.model = ModelRef{e.provider, e.model};
+        ctx.model = ModelRef{e.provider, e.model, e.has_provider, e.has_model};
         break;
       case EntryType::kMessage:
-        if (e.role == Role::kAssistant) ctx.model = ModelRef{e.provider, e.model};
+        if (e.role == Role::kAssistant)
+          ctx.model = ModelRef{e.provider, e.model, e.has_provider, e.has_model};
         break;
       case EntryType::kCompaction:
         ctx.compaction_path_index = k;
@@ -221,6 +232,34 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
   return ctx;
 }
 
+std::string ContextJsonTail(const SessionContext& ctx) {
+  std::string out = "]";
+  if (ctx.thinking_level_set) {
+    out += ",\"thinkingLevel\":";
+    AppendJsString(out, ctx.thinking_level);
+  }
+  out += ",\"model\":";
+  if (ctx.model) {
+    out += "{";
+    bool first = true;
+    if (ctx.model->has_provider) {
+      out += "\"provider\":";
+      AppendJsString(out, ctx.model->provider);
+      first = false;
+    }
+    if (ctx.model->has_model_id) {
+      if (!first) out += ",";
+      out += "\"modelId\":";
+      AppendJsString(out, ctx.model->model_id);
+    }
+    out += "}";
+  } else {
+    out += "null";
+  }
+  out += "}";
+  return out;
+}
+
 std::string ContextToJson(const SessionContext& ctx) {
   size_t total = 128;
   for (const ContextMessage& m : ctx.messages) total += m.json().size() + 1;
@@ -237,19 +276,7 @@ std::string ContextToJson(const SessionContext& ctx) {
     if (i) out.push_back(',');
     out += ctx.messages[i].json();
   }
-  out += "],\"thinkingLevel\":";
-  AppendJsString(out, ctx.thinking_level);
-  out += ",\"model\":";
-  if (ctx.model) {
-    out += "{\"provider\":";
-    AppendJsString(out, ctx.model->provider);
-    out += ",\"modelId\":";
-    AppendJsString(out, ctx.model->model_id);
-    out += "}";
-  } else {
-    out += "null";
-  }
-  out += "}";
+  out += ContextJsonTail(ctx);
   return out;
 }
 

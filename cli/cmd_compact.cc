@@ -1,0 +1,152 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "compactor/compact.h"
+
+namespace compactor::cli {
+namespace {
+
+struct CompactArgs {
+  SessionArgs session;
+  SettingsArgs settings;
+  std::string strategy;
+  std::string summarizer = "offline";
+  std::string instructions;
+  std::string leaf;
+  std::string notes;
+  std::string handoff_dir;
+  bool if_needed = false;
+  bool dry_run = false;
+  bool json = false;
+};
+
+nlohmann::ordered_json ResultJson(const CompactionResult& r, bool dry_run) {
+  nlohmann::ordered_json j;
+  j["strategy"] = std::string(StrategyName(r.strategy));
+  j["compacted"] = r.compacted;
+  j["written"] = r.compacted && !dry_run;
+  j["skippedReason"] = r.skipped_reason.empty() ? nlohmann::ordered_json(nullptr)
+                                                : nlohmann::ordered_json(r.skipped_reason);
+  j["entryId"] =
+      r.entry_id.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.entry_id);
+  j["firstKeptEntryId"] = r.first_kept_entry_id.empty()
+                              ? nlohmann::ordered_json(nullptr)
+                              : nlohmann::ordered_json(r.first_kept_entry_id);
+  j["messagesSummarized"] = r.messages_summarized;
+  j["turnPrefixMessages"] = r.turn_prefix_messages;
+  j["isSplitTurn"] = r.split_turn;
+  j["tokensBefore"] = r.tokens_before;
+  j["tokensAfter"] = r.tokens_after;
+  j["summarizedTokens"] = r.summarized_tokens;
+  j["ineffective"] = r.ineffective;
+  j["fromHook"] = r.from_hook;
+  if (r.strategy == Strategy::kUserPrompts) j["keptUserMessageCount"] = r.kept_user_messages;
+  if (r.strategy == Strategy::kMask) j["maskedOutputs"] = r.masked_outputs;
+  j["outputPath"] = r.output_path.empty() ? nlohmann::ordered_json(nullptr)
+                                          : nlohmann::ordered_json(r.output_path);
+  j["readFiles"] = r.read_files;
+  j["modifiedFiles"] = r.modified_files;
+  j["summary"] = r.summary;
+  j["entry"] = r.entry_json.empty() ? nlohmann::ordered_json(nullptr)
+                                    : nlohmann::ordered_json::parse(r.entry_json, nullptr, false);
+  j["hookErrors"] = r.hook_errors;
+  j["durationMs"] = r.duration_ms;
+  return j;
+}
+
+}  // namespace
+
+void RegisterCompact(CLI::App& app) {
+  auto args = std::make_shared<CompactArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compact",
+      "Compact the session: summarize old history, keep recent messages, record it in the file");
+  AddSessionArgs(cmd, &args->session);
+  AddSettingsArgs(cmd, &args->settings);
+  cmd->add_option("--strategy", args->strategy,
+                  "summary (default), user-prompts, notes, handoff, mask");
+  cmd->add_option("--summarizer", args->summarizer, "offline (default: embedded, no network)");
+  cmd->add_option("--instructions", args->instructions, "extra focus for the summary");
+  cmd->add_option("--leaf", args->leaf, "compact the branch ending at this entry id");
+  cmd->add_option("--notes", args->notes,
+                  "notes file whose content is the summary (--strategy notes)");
+  cmd->add_option("--handoff-dir", args->handoff_dir,
+                  "directory of the new session (--strategy handoff; default: next to FILE)");
+  cmd->add_flag("--if-needed", args->if_needed,
+                "only compact when the trigger policy fires (needs --context-window or settings)");
+  cmd->add_flag("--dry-run", args->dry_run, "compute and print everything, write nothing");
+  cmd->add_flag("--json", args->json, "print the result as one JSON object");
+  cmd->callback([args] {
+    auto settings = ResolveSettings(args->settings);
+    if (!settings.ok()) {
+      ExitCode() = Fail(settings.status());
+      return;
+    }
+    CompactOptions o;
+    o.settings = *settings;
+    if (!args->strategy.empty()) {
+      auto s = ParseStrategy(args->strategy);
+      if (!s.ok()) {
+        ExitCode() = Fail(s.status());
+        return;
+      }
+      o.strategy = *s;
+    }
+    if (args->summarizer != "offline") {
+      ExitCode() = Fail(Status::InvalidArgument("unknown summarizer \"" + args->summarizer +
+                                                "\" (available: offline)"));
+      return;
+    }
+    o.instructions = args->instructions;
+    if (!args->leaf.empty()) o.leaf_id = args->leaf;
+    o.notes_path = args->notes;
+    o.handoff_dir = args->handoff_dir;
+    o.only_if_needed = args->if_needed;
+    o.dry_run = args->dry_run;
+    LoadOptions load;
+    load.strict = args->session.strict;
+    if (!args->session.quiet) {
+      load.on_warning = [](const LoadWarning& w) {
+        fmt::print(stderr, "compactor: warning: {}\n", w.ToString());
+      };
+    }
+    auto r = CompactFile(args->session.file, o, load);
+    if (!r.ok()) {
+      ExitCode() = Fail(r.status());
+      return;
+    }
+    if (args->json) {
+      Print(ResultJson(*r, args->dry_run)
+                .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+            "\n");
+      return;
+    }
+    std::string out;
+    if (!r->compacted) {
+      out = fmt::format("Nothing done ({}): {}; context {} tokens.\n", StrategyName(r->strategy),
+                        r->skipped_reason, r->tokens_before);
+      Print(out);
+      return;
+    }
+    const double before = r->tokens_before, after = static_cast<double>(r->tokens_after);
+    out += fmt::format("{} compaction ({}){}\n", StrategyName(r->strategy),
+                       args->dry_run ? "dry run, nothing written" : "written",
+                       r->strategy == Strategy::kHandoff ? ": new session " + r->output_path : "");
+    out += fmt::format("tokens: {:.0f} before -> {:.0f} after ({:.1f}% smaller)\n", before, after,
+                       before > 0 ? 100.0 * (before - after) / before : 0.0);
+    out += fmt::format("summarized {} messages (~{} tokens){}; kept from entry {}\n",
+                       r->messages_summarized, r->summarized_tokens,
+                       r->split_turn ? ", split turn" : "",
+                       r->first_kept_entry_id.empty() ? "-" : r->first_kept_entry_id);
+    if (r->ineffective)
+      out += "warning: still over the threshold after compacting; not compacting again\n";
+    for (const std::string& e : r->hook_errors) out += "hook error: " + e + "\n";
+    out += "\n" + r->summary + "\n";
+    Print(out);
+  });
+}
+
+}  // namespace compactor::cli

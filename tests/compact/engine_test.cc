@@ -1,0 +1,345 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "compactor/compact.h"
+#include "compactor/context.h"
+#include "compactor/entries.h"
+#include "compactor/writer.h"
+#include "support/test_util.h"
+
+namespace compactor {
+namespace {
+
+using testing::ReadFileOrDie;
+using testing::TempDir;
+
+// A summarizer that records what it was asked, so tests can check the engine's
+// requests without depending on the offline summarizer's wording.
+class RecordingSummarizer : public Summarizer {
+ public:
+  std::string_view name() const override { return "recording"; }
+  Result<std::string> Summarize(const SummaryRequest& r) const override {
+    RETURN_IF_ERROR(CheckSummarizable(r));
+    ++calls;
+    last_kind = EffectiveKind(r);
+    last_instructions = r.custom_instructions;
+    return std::string("SUMMARY(") + std::string(SummaryKindName(EffectiveKind(r))) + "," +
+           std::to_string(r.messages.size()) + ")";
+  }
+  mutable std::atomic<int> calls{0};
+  mutable SummaryKind last_kind = SummaryKind::kHistory;
+  mutable std::string last_instructions;
+};
+
+// A session of `turns` user/assistant/tool turns with ~`chars` characters of tool output each.
+std::string MakeSession(int turns, int chars) {
+  std::string text = MakeSessionHeader({"sess", "2026-01-01T00:00:00.000Z", "/w", ""}) + "\n";
+  std::string parent;
+  int n = 0;
+  auto add = [&](const std::string& msg) {
+    std::string id = "e" + std::to_string(++n);
+    text += MakeMessageEntry({id, parent, "2026-01-01T00:00:01.000Z"}, msg) + "\n";
+    parent = id;
+  };
+  for (int t = 0; t < turns; ++t) {
+    add(R"({"role":"user","content":"please edit file )" + std::to_string(t) +
+        R"(.ts","timestamp":1})");
+    add(R"({"role":"assistant","content":[{"type":"toolCall","id":"c)" + std::to_string(t) +
+        R"(","name":"edit","arguments":{"path":"src/f)" + std::to_string(t) +
+        R"(.ts"}}],"provider":"p","model":"m","usage":{"input":)" + std::to_string(1000 * (t + 1)) +
+        R"(,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":)" +
+        std::to_string(1000 * (t + 1) + 10) + R"(},"stopReason":"toolUse","timestamp":2})");
+    add(R"({"role":"toolResult","toolCallId":"c)" + std::to_string(t) +
+        R"(","toolName":"edit","content":[{"type":"text","text":")" +
+        std::string(static_cast<size_t>(chars), 'x') + R"("}],"isError":false,"timestamp":3})");
+    add(R"({"role":"assistant","content":[{"type":"text","text":"done )" + std::to_string(t) +
+        R"("}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":)" +
+        std::to_string(1000 * (t + 1) + 20) + R"(},"stopReason":"stop","timestamp":4})");
+  }
+  return text;
+}
+
+CompactOptions Options(const Summarizer* s) {
+  CompactOptions o;
+  o.summarizer = s;
+  o.settings.keep_recent_tokens = 2000;
+  o.now_ms = [] { return int64_t{1767225600000}; };
+  return o;
+}
+
+TEST(Engine, SummaryAppendsACompactionPiAndCompactorRebuild) {
+  TempDir d;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  std::string before = ReadFileOrDie(path);
+  RecordingSummarizer sum;
+  auto r = CompactFile(path, Options(&sum));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->compacted);
+  EXPECT_GT(r->messages_summarized, 0u);
+  EXPECT_LT(r->tokens_after, r->tokens_before);
+  EXPECT_NE(r->summary.find("SUMMARY(history,"), std::string::npos);
+  EXPECT_NE(r->summary.find("<modified-files>\nsrc/f0.ts"), std::string::npos);
+  std::string after = ReadFileOrDie(path);
+  ASSERT_EQ(after.substr(0, before.size()), before);  // append-only
+  EXPECT_EQ(after.substr(before.size()), r->entry_json + "\n");
+  auto s = Session::Open(path);
+  ASSERT_TRUE(s.ok());
+  auto ctx = BuildSessionContext(**s);
+  ASSERT_TRUE(ctx.ok());
+  EXPECT_EQ(ctx->messages[0].role, Role::kCompactionSummary);
+  EXPECT_EQ(s.value()->entry(s.value()->size() - 1).first_kept_entry_id, r->first_kept_entry_id);
+  auto j = nlohmann::json::parse(r->entry_json);
+  EXPECT_EQ(j["method"], "summary");
+  EXPECT_EQ(j["details"]["modifiedFiles"][0], "src/f0.ts");
+  EXPECT_EQ(j["timestamp"], "2026-01-01T00:00:00.000Z");
+
+  // A second compaction updates the previous summary.
+  std::string more = MakeSession(30, 2000);
+  auto r2 = CompactFile(path, Options(&sum));
+  ASSERT_TRUE(r2.ok());
+  EXPECT_FALSE(r2->compacted);  // the leaf is the compaction itself
+  EXPECT_EQ(r2->skipped_reason, "already compacted");
+}
+
+TEST(Engine, DryRunWritesNothing) {
+  TempDir d;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  std::string before = ReadFileOrDie(path);
+  RecordingSummarizer sum;
+  CompactOptions o = Options(&sum);
+  o.dry_run = true;
+  auto r = CompactFile(path, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->compacted);
+  EXPECT_EQ(ReadFileOrDie(path), before);
+}
+
+TEST(Engine, SkipsWithReasons) {
+  TempDir d;
+  RecordingSummarizer sum;
+  std::string small = d.Write("small.jsonl", MakeSession(1, 10));
+  auto r = CompactFile(small, Options(&sum));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->compacted);
+  EXPECT_EQ(r->skipped_reason, "nothing to summarize");
+  EXPECT_EQ(sum.calls, 0);  // never call a summarizer with nothing to summarize
+
+  std::string big = d.Write("big.jsonl", MakeSession(20, 2000));
+  CompactOptions o = Options(&sum);
+  o.only_if_needed = true;
+  o.settings.context_window = 200000;
+  auto below = CompactFile(big, o);
+  ASSERT_TRUE(below.ok());
+  EXPECT_FALSE(below->compacted);
+  EXPECT_NE(below->skipped_reason.find("below threshold"), std::string::npos);
+
+  o.settings.enabled = false;
+  auto disabled = CompactFile(big, o);
+  ASSERT_TRUE(disabled.ok());
+  EXPECT_EQ(disabled->skipped_reason, "disabled");
+
+  CompactOptions bad = Options(&sum);
+  bad.leaf_id = "nope";
+  EXPECT_EQ(CompactFile(big, bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Engine, IneffectiveCompactionIsReported) {
+  TempDir d;
+  RecordingSummarizer sum;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  CompactOptions o = Options(&sum);
+  o.settings.context_window = 20000;
+  o.settings.reserve_tokens = 16384;  // threshold 3616 < the 8000 tokens kept
+  o.settings.keep_recent_tokens = 8000;
+  auto r = CompactFile(path, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->compacted);
+  EXPECT_TRUE(r->ineffective);
+}
+
+TEST(Engine, HooksCancelSupplyOverrideAndSurviveThrows) {
+  TempDir d;
+  RecordingSummarizer sum;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  CompactionHooks hooks;
+  int after_calls = 0;
+  hooks.OnBeforeCompact(
+      [](const BeforeCompactEvent&) -> BeforeCompactResult { throw std::runtime_error("boom"); });
+  hooks.OnCompacting([](const CompactingEvent& e) {
+    CompactingResult r;
+    r.context = {"the user prefers tabs", std::to_string(e.messages.size()) + " messages"};
+    r.preserve_data_json = R"({"k":1})";
+    return r;
+  });
+  hooks.OnAfterCompact([&](const AfterCompactEvent& e) {
+    ++after_calls;
+    EXPECT_TRUE(e.result.compacted);
+  });
+  CompactOptions o = Options(&sum);
+  o.hooks = &hooks;
+  o.dry_run = false;
+  auto r = CompactFile(path, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->compacted);
+  ASSERT_EQ(r->hook_errors.size(), 1u);
+  EXPECT_NE(r->hook_errors[0].find("boom"), std::string::npos);
+  EXPECT_NE(sum.last_instructions.find("- the user prefers tabs"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(r->entry_json)["preserveData"]["k"], 1);
+  EXPECT_EQ(after_calls, 1);
+
+  std::string path2 = d.Write("s2.jsonl", MakeSession(20, 2000));
+  CompactionHooks cancel;
+  cancel.OnBeforeCompact([](const BeforeCompactEvent&) {
+    return BeforeCompactResult{true, std::nullopt};
+  });
+  o.hooks = &cancel;
+  int calls_before = sum.calls;
+  auto c = CompactFile(path2, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->skipped_reason, "cancelled by hook");
+  EXPECT_EQ(sum.calls, calls_before);
+
+  CompactionHooks supply;
+  supply.OnBeforeCompact([](const BeforeCompactEvent& e) {
+    BeforeCompactResult r;
+    r.compaction = SuppliedCompaction{"from the hook", std::nullopt, std::nullopt, "", ""};
+    EXPECT_FALSE(e.preparation.first_kept_entry_id.empty());
+    return r;
+  });
+  o.hooks = &supply;
+  auto s = CompactFile(path2, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->from_hook);
+  EXPECT_EQ(s->summary, "from the hook");
+  EXPECT_EQ(sum.calls, calls_before);
+  EXPECT_EQ(nlohmann::json::parse(s->entry_json)["fromHook"], true);
+}
+
+TEST(Engine, UserPromptsKeepsPromptsAndRebuildsThem) {
+  TempDir d;
+  RecordingSummarizer sum;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  CompactOptions o = Options(&sum);
+  o.strategy = Strategy::kUserPrompts;
+  auto r = CompactFile(path, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->compacted);
+  EXPECT_EQ(r->kept_user_messages, 20u);
+  auto entry = nlohmann::json::parse(r->entry_json);
+  EXPECT_EQ(entry["method"], "user-prompts");
+  EXPECT_EQ(entry["keptUserMessageCount"], 20);
+  EXPECT_EQ(entry["tokensAfter"], r->tokens_after);
+  EXPECT_EQ(entry["firstKeptEntryId"], entry["id"]);
+  auto s = Session::Open(path);
+  ASSERT_TRUE(s.ok());
+  // pi's view: one compactionSummary carrying the prompts and the summary.
+  auto pi_view = BuildSessionContext(**s);
+  ASSERT_TRUE(pi_view.ok());
+  ASSERT_EQ(pi_view->messages.size(), 1u);
+  EXPECT_EQ(pi_view->messages[0].role, Role::kCompactionSummary);
+  // Compactor's view: 20 user prompts, then the user-role summary.
+  ContextOptions co;
+  co.expand_compactions = true;
+  auto ours = BuildSessionContext(**s, co);
+  ASSERT_TRUE(ours.ok());
+  ASSERT_EQ(ours->messages.size(), 21u);
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(ours->messages[i].role, Role::kUser);
+  EXPECT_EQ(ours->messages[20].origin, "summary");
+  auto first = nlohmann::json::parse(ours->messages[0].json());
+  EXPECT_EQ(first["content"], "please edit file 0.ts");  // kept whole: the original message
+}
+
+TEST(Engine, NotesStrategyUsesTheNotesFile) {
+  TempDir d;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  CompactOptions o = Options(nullptr);
+  o.strategy = Strategy::kNotes;
+  o.notes_path = d.Write("notes.md", "  \n");
+  auto empty = CompactFile(path, o);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->skipped_reason, "empty notes");
+  o.notes_path = d.Write("notes.md", "- goal: edit all files\n- next: run tests\n");
+  auto r = CompactFile(path, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->compacted);
+  EXPECT_EQ(r->summary, "- goal: edit all files\n- next: run tests");
+  auto s = Session::Open(path);
+  auto ctx = BuildSessionContext(**s);
+  ASSERT_TRUE(ctx.ok());
+  // summary + the last 4 messages (a whole turn: user, call, result, answer)
+  ASSERT_EQ(ctx->messages.size(), 5u);
+  EXPECT_EQ(ctx->messages[1].role, Role::kUser);
+  o.notes_path = d.path() + "/missing.md";
+  EXPECT_FALSE(CompactFile(path, o).ok());
+}
+
+TEST(Engine, HandoffWritesANewSessionAndLeavesTheOldOne) {
+  TempDir d;
+  RecordingSummarizer sum;
+  std::string path = d.Write("s.jsonl", MakeSession(5, 100));
+  std::string before = ReadFileOrDie(path);
+  CompactOptions o = Options(&sum);
+  o.strategy = Strategy::kHandoff;
+  auto r = CompactFile(path, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->compacted);
+  EXPECT_EQ(ReadFileOrDie(path), before);
+  EXPECT_EQ(sum.last_kind, SummaryKind::kHandoff);
+  auto s = Session::Open(r->output_path);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->header().parent_session, path);
+  auto ctx = BuildSessionContext(**s);
+  ASSERT_TRUE(ctx.ok());
+  ASSERT_EQ(ctx->messages.size(), 1u);
+  EXPECT_EQ(ctx->messages[0].role, Role::kCustom);
+  EXPECT_EQ(ctx->model->model_id, "m");
+  EXPECT_NE(std::string(ctx->messages[0].json()).find("<handoff-context>"), std::string::npos);
+}
+
+TEST(Engine, ParseStrategyNames) {
+  EXPECT_EQ(*ParseStrategy("context-full"), Strategy::kSummary);
+  EXPECT_EQ(*ParseStrategy("user-prompts"), Strategy::kUserPrompts);
+  EXPECT_EQ(ParseStrategy("magic").status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// pi itself must load what the engine wrote and build the same context.
+TEST(EngineOracle, PiLoadsCompactedFilesAndBuildsTheSameContext) {
+  std::string shared = testing::SharedDir();
+  if (shared.empty() || !testing::HaveNode())
+    GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
+  TempDir d;
+  RecordingSummarizer sum;
+  for (Strategy st : {Strategy::kSummary, Strategy::kUserPrompts}) {
+    std::string path = d.Write(std::string(StrategyName(st)) + ".jsonl", MakeSession(20, 2000));
+    CompactOptions o = Options(&sum);
+    o.strategy = st;
+    auto r = CompactFile(path, o);
+    ASSERT_TRUE(r.ok() && r->compacted);
+    // Another turn after the compaction, as an agent would append.
+    ASSERT_TRUE(
+        AppendLines(path, {MakeMessageEntry({"after1", r->entry_id, "2026-01-01T00:00:09.000Z"},
+                                            R"({"role":"user","content":"next","timestamp":9})")})
+            .ok());
+    auto pi = testing::RunProgram(
+        {shared + "/tools/pi-oracle/run.sh", "harness.mjs", path, "--messages", "full"});
+    ASSERT_EQ(pi.exit_code, 0) << pi.err;
+    auto ours = testing::RunCli({"context", path, "--json"});
+    ASSERT_EQ(ours.exit_code, 0) << ours.err;
+    auto pj = nlohmann::json::parse(pi.out);
+    auto oj = nlohmann::json::parse(ours.out);
+    EXPECT_EQ(oj["messages"], pj["contextMessages"]) << StrategyName(st);
+    EXPECT_EQ(oj["leafId"], pj["leafId"]);
+  }
+}
+
+}  // namespace
+}  // namespace compactor
