@@ -79,6 +79,9 @@ struct ModelConfig {
   // same; a stream cut short is detected and retried, and proxies that drop
   // idle connections see traffic while the summary is generated.
   bool stream = false;
+  // Names of the models tried, in order, when this one fails (see
+  // ResolveCandidates). Only the first level is followed.
+  std::vector<std::string> fallbacks;
   // Per-request timeout (whole request), in milliseconds.
   int64_t timeout_ms = 300000;
   // Connection timeout, in milliseconds.
@@ -94,6 +97,12 @@ Result<std::vector<ModelConfig>> ParseModelConfigs(std::string_view settings_jso
 
 // The model named `name`, or kNotFound listing the configured names.
 Result<ModelConfig> FindModel(std::span<const ModelConfig> models, std::string_view name);
+
+// The candidate list for `--summarizer NAME`: the named model, then the models
+// its "fallbacks" name, in order, without duplicates. kNotFound for an unknown
+// NAME, kInvalidArgument for an unknown fallback name.
+Result<std::vector<ModelConfig>> ResolveCandidates(std::span<const ModelConfig> models,
+                                                   std::string_view name);
 
 // ---------------------------------------------------------------------------
 // HTTP transport

@@ -94,6 +94,13 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
       m.max_tokens_field != "max_completion_tokens") {
     return KeyError(name, "maxTokensField", "must be max_tokens or max_completion_tokens");
   }
+  if (auto it = obj.find("fallbacks"); it != obj.end() && !it->is_null()) {
+    if (!it->is_array()) return KeyError(name, "fallbacks", "must be an array of model names");
+    for (const Json& f : *it) {
+      if (!f.is_string()) return KeyError(name, "fallbacks", "must be an array of model names");
+      m.fallbacks.push_back(f.get<std::string>());
+    }
+  }
   RETURN_IF_ERROR(ReadInt(obj, name, "timeoutMs", &m.timeout_ms, 1));
   RETURN_IF_ERROR(ReadInt(obj, name, "connectTimeoutMs", &m.connect_timeout_ms, 1));
 
@@ -165,6 +172,25 @@ Result<ModelConfig> FindModel(std::span<const ModelConfig> models, std::string_v
   return Status::NotFound(
       "no model named \"" + std::string(name) + "\" in the settings (" +
       (names.empty() ? std::string("none configured") : "configured: " + names) + ")");
+}
+
+Result<std::vector<ModelConfig>> ResolveCandidates(std::span<const ModelConfig> models,
+                                                   std::string_view name) {
+  ASSIGN_OR_RETURN(ModelConfig primary, FindModel(models, name));
+  std::vector<ModelConfig> out;
+  out.push_back(primary);
+  for (const std::string& f : primary.fallbacks) {
+    bool seen = false;
+    for (const ModelConfig& c : out) seen = seen || c.name == f;
+    if (seen) continue;
+    auto found = FindModel(models, f);
+    if (!found.ok()) {
+      return Status::InvalidArgument("models." + primary.name +
+                                     ".fallbacks: " + found.status().message());
+    }
+    out.push_back(std::move(found).value());
+  }
+  return out;
 }
 
 }  // namespace compactor

@@ -78,6 +78,30 @@ TEST(ModelConfigTest, ParsesAllFieldsInFileOrder) {
   EXPECT_THAT(missing.status().message(), HasSubstr("fast, local, gpt, svc"));
 }
 
+TEST(ModelConfigTest, ResolveCandidatesFollowsFallbacks) {
+  auto models = ParseModelConfigs(R"({"models": {
+    "a": {"provider": "anthropic", "model": "x", "fallbacks": ["b", "c", "a", "b"]},
+    "b": {"provider": "openai-chat", "model": "y", "fallbacks": ["c"]},
+    "c": {"provider": "remote", "baseUrl": "http://svc"},
+    "d": {"provider": "remote", "baseUrl": "http://svc", "fallbacks": ["zzz"]}}})");
+  ASSERT_TRUE(models.ok()) << models.status().ToString();
+  auto a = ResolveCandidates(*models, "a");
+  ASSERT_TRUE(a.ok());
+  std::vector<std::string> names;
+  for (const ModelConfig& m : *a) names.push_back(m.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("a", "b", "c"));
+  auto b = ResolveCandidates(*models, "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->size(), 2u);
+  EXPECT_EQ(ResolveCandidates(*models, "nope").status().code(), StatusCode::kNotFound);
+  auto d = ResolveCandidates(*models, "d");
+  EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(), HasSubstr("models.d.fallbacks"));
+  auto bad = ParseModelConfigs(
+      R"({"models": {"a": {"provider": "anthropic", "model": "x", "fallbacks": "b"}}})");
+  EXPECT_THAT(bad.status().message(), HasSubstr("models.a.fallbacks"));
+}
+
 TEST(ModelConfigTest, NoModelsIsEmpty) {
   auto models = ParseModelConfigs(R"({"reserveTokens": 1})");
   ASSERT_TRUE(models.ok());
