@@ -13,6 +13,7 @@ void RegisterTokens(CLI::App& app);
 void RegisterMigrate(CLI::App& app);
 void RegisterCompact(CLI::App& app);
 void RegisterPlan(CLI::App& app);
+void RegisterEval(CLI::App& app);
 
 }  // namespace compactor::cli
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   RegisterMigrate(app);
   RegisterCompact(app);
   RegisterPlan(app);
+  RegisterEval(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
