@@ -14,6 +14,7 @@ struct ContextArgs {
   std::string leaf;
   bool json = false;
   bool full = false;
+  bool expand = false;
 };
 
 // Streams the contract object without building one large string.
@@ -127,6 +128,8 @@ void RegisterContext(CLI::App& app) {
       "--json", args->json,
       "print {\"leafId\",\"messages\",\"thinkingLevel\",\"model\"} (messages as pi builds them)");
   cmd->add_flag("--full", args->full, "transcript: do not clip long texts");
+  cmd->add_flag("--expand", args->expand,
+                "rebuild Compactor's own compactions (user-prompts) instead of pi's view of them");
   cmd->callback([args] {
     auto session = LoadSession(args->session);
     if (!session.ok()) {
@@ -135,6 +138,7 @@ void RegisterContext(CLI::App& app) {
     }
     ContextOptions options;
     if (!args->leaf.empty()) options.leaf_id = args->leaf;
+    options.expand_compactions = args->expand;
     auto ctx = BuildSessionContext(**session, options);
     if (!ctx.ok()) {
       ExitCode() = Fail(ctx.status());

@@ -61,6 +61,12 @@ struct ContextOptions {
 Result<SessionContext> BuildSessionContext(const Session& session,
                                            const ContextOptions& options = {});
 
+// The message an entry stands for (pi-session-format.md §8), compaction
+// entries included (as their compactionSummary message): what branch
+// summarization feeds the summarizer. nullopt for entries that stand for no
+// message (settings, labels, custom state, empty branch summaries).
+std::optional<ContextMessage> EntryMessage(const Session& session, size_t index);
+
 // Serializes a context as the CLI contract's JSON object:
 // {"leafId","messages","thinkingLevel","model"}.
 std::string ContextToJson(const SessionContext& context);

@@ -141,6 +141,12 @@ bool ExpandUserPrompts(const Session& s, size_t index, std::vector<ContextMessag
 
 }  // namespace
 
+std::optional<ContextMessage> EntryMessage(const Session& session, size_t index) {
+  const Entry& e = session.entry(index);
+  if (e.type == EntryType::kCompaction || YieldsMessage(e)) return FromEntry(session, index);
+  return std::nullopt;
+}
+
 std::string MakeCompactionSummaryJson(std::string_view summary, double tokens_before,
                                       double timestamp_ms) {
   std::string out = "{\"role\":\"compactionSummary\",\"summary\":";

@@ -7,6 +7,7 @@
 #include "compactor/compact.h"
 #include "compactor/context.h"
 #include "compactor/entries.h"
+#include "compactor/writer.h"
 #include "support/test_util.h"
 
 namespace compactor {
@@ -302,6 +303,42 @@ TEST(Engine, ParseStrategyNames) {
   EXPECT_EQ(*ParseStrategy("context-full"), Strategy::kSummary);
   EXPECT_EQ(*ParseStrategy("user-prompts"), Strategy::kUserPrompts);
   EXPECT_EQ(ParseStrategy("magic").status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// pi itself must load what the engine wrote and build the same context.
+TEST(EngineOracle, PiLoadsCompactedFilesAndBuildsTheSameContext) {
+  std::string shared = testing::SharedDir();
+  if (shared.empty() || !testing::HaveNode())
+    GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
+  TempDir d;
+  RecordingSummarizer sum;
+  for (Strategy st : {Strategy::kSummary, Strategy::kUserPrompts}) {
+    std::string path = d.Write(std::string(StrategyName(st)) + ".jsonl", MakeSession(20, 2000));
+    CompactOptions o = Options(&sum);
+    o.strategy = st;
+    auto r = CompactFile(path, o);
+    ASSERT_TRUE(r.ok() && r->compacted);
+    // Another turn after the compaction, as an agent would append.
+    ASSERT_TRUE(
+        AppendLines(path, {MakeMessageEntry({"after1", r->entry_id, "2026-01-01T00:00:09.000Z"},
+                                            R"({"role":"user","content":"next","timestamp":9})")})
+            .ok());
+    auto pi = testing::RunProgram(
+        {shared + "/tools/pi-oracle/run.sh", "harness.mjs", path, "--messages", "full"});
+    ASSERT_EQ(pi.exit_code, 0) << pi.err;
+    auto ours = testing::RunCli({"context", path, "--json"});
+    ASSERT_EQ(ours.exit_code, 0) << ours.err;
+    auto pj = nlohmann::json::parse(pi.out);
+    auto oj = nlohmann::json::parse(ours.out);
+    EXPECT_EQ(oj["messages"], pj["contextMessages"]) << StrategyName(st);
+    EXPECT_EQ(oj["leafId"], pj["leafId"]);
+  }
 }
 
 }  // namespace
