@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include "compactor/context.h"
 #include "compactor/eval.h"
@@ -100,6 +101,31 @@ std::vector<std::vector<std::string>> OutcomeWords(int code) {
            "failure", "error", "errors"}};
 }
 
+// Read-only exploration (listing, searching, viewing, inspecting git state)
+// is tool noise, not a command whose outcome a continuing agent needs.
+bool IsExploration(std::string_view command) {
+  static const std::regex cd_prefix("^\\s*(cd\\s+[^&;]+(&&|;)\\s*)+");
+  std::string c = std::regex_replace(std::string(command), cd_prefix, "");
+  size_t a = c.find_first_not_of(" \t");
+  if (a == std::string::npos) return true;
+  c = c.substr(a);
+  std::string first = c.substr(0, c.find_first_of(" \t|;&"));
+  static const std::set<std::string> kReadOnly = {
+      "ls",  "cat", "grep", "rg",    "find", "head", "tail", "wc",    "pwd",  "echo",
+      "sed", "awk", "tree", "which", "file", "stat", "du",   "sleep", "less", "diff"};
+  if (kReadOnly.count(first)) return true;
+  if (first == "git") {
+    std::string rest = c.substr(3);
+    size_t b = rest.find_first_not_of(" \t");
+    std::string sub =
+        b == std::string::npos ? "" : rest.substr(b, rest.find_first_of(" \t", b) - b);
+    static const std::set<std::string> kGitReadOnly = {"status", "log",  "diff",  "show",
+                                                       "branch", "grep", "blame", "remote"};
+    return kGitReadOnly.count(sub) > 0;
+  }
+  return false;
+}
+
 struct Call {
   std::string tool, key, entry_id;
 };
@@ -143,7 +169,7 @@ FactFile ExtractFacts(const Session& session) {
     }
     std::string text = command.substr(0, len);
     while (!text.empty() && text.back() == ' ') text.pop_back();
-    if (text.empty()) return;
+    if (text.empty() || IsExploration(command)) return;
     if (!commands.count(text)) command_order.push_back(text);
     commands[text] = {code, entry_id};
   };

@@ -129,7 +129,8 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   for (size_t i = 0; i < facts.facts.size(); ++i) {
     FactOutcome& o = ev.outcomes[i];
     auto it = position.find(facts.facts[i].entry_id);
-    if (everything_summarized) {
+    // Strategies that keep no verbatim tail (handoff, user-prompts) replace everything.
+    if (everything_summarized || (ev.compacted && !kept_at && ev.strategy != "mask")) {
       o.in_summarized_part = true;
     } else if (kept_at && it != position.end()) {
       o.in_summarized_part = it->second < *kept_at;

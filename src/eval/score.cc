@@ -46,12 +46,48 @@ std::string TextOf(const Message& m) {
   return out;
 }
 
+// NormalizeForMatch, also recording (offset by `base`) the position of each
+// collapsed whitespace run that contained a line break.
+std::string NormalizeWithLines(std::string_view text, size_t base, std::vector<size_t>* breaks) {
+  std::string out;
+  out.reserve(text.size());
+  bool space = false, newline = false;
+  for (char ch : text) {
+    if (ch == '`' || ch == '*' || ch == '"' || ch == '\'') continue;
+    if (ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r' || ch == '\f' || ch == '\v') {
+      space = !out.empty();
+      newline = newline || ch == '\n';
+      continue;
+    }
+    if (space) {
+      if (newline && breaks) breaks->push_back(base + out.size());
+      out.push_back(' ');
+      space = false;
+    }
+    newline = false;
+    out.push_back(ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch);
+  }
+  return out;
+}
+
 // Normalized text of all blocks joined with a separator that no needle
 // contains, plus where each block starts.
 struct Corpus {
   std::string text;
   std::vector<size_t> starts, ends;
   std::vector<bool> exchange;
+  std::vector<size_t> line_breaks;  // sorted positions of line breaks (block ends included)
+
+  // [from, to) of the line holding [pos, pos + len), clipped to its block.
+  std::pair<size_t, size_t> LineAround(size_t pos, size_t len) const {
+    size_t b = BlockAt(pos);
+    size_t from = starts[b], to = ends[b];
+    auto it = std::upper_bound(line_breaks.begin(), line_breaks.end(), pos);
+    if (it != line_breaks.begin()) from = std::max(from, *(it - 1));
+    auto next = std::lower_bound(line_breaks.begin(), line_breaks.end(), pos + len);
+    if (next != line_breaks.end()) to = std::min(to, *next);
+    return {from, to};
+  }
 
   size_t BlockAt(size_t pos) const {
     auto it = std::upper_bound(starts.begin(), starts.end(), pos);
@@ -64,7 +100,7 @@ Corpus BuildCorpus(const std::vector<RenderedBlock>& blocks) {
   for (const RenderedBlock& b : blocks) {
     if (!c.text.empty()) c.text += " \x1e ";
     c.starts.push_back(c.text.size());
-    c.text += NormalizeForMatch(b.text);
+    c.text += NormalizeWithLines(b.text, c.text.size(), &c.line_breaks);
     c.ends.push_back(c.text.size());
     c.exchange.push_back(b.exchange);
   }
@@ -110,29 +146,47 @@ std::vector<Occurrence> Occurrences(const Corpus& c, const Fact& f) {
   return out;
 }
 
-// The text around an occurrence where qualifiers count: the whole block for
-// a tool call with its result, else kQualifierWindow characters either side
-// inside the block.
+// The text around an occurrence where qualifiers and supersession markers
+// count: kQualifierWindow characters either side, inside the occurrence's
+// line. Qualifiers also count anywhere in a tool call with its result.
+std::pair<size_t, size_t> NearbyRegion(const Corpus& c, const Occurrence& o) {
+  auto [line_from, line_to] = c.LineAround(o.pos, o.len);
+  size_t from = o.pos >= kQualifierWindow ? o.pos - kQualifierWindow : 0;
+  return {std::max(from, line_from), std::min(o.pos + o.len + kQualifierWindow, line_to)};
+}
+
 std::pair<size_t, size_t> QualifierRegion(const Corpus& c, const Occurrence& o) {
   size_t b = c.BlockAt(o.pos);
   if (c.exchange[b]) return {c.starts[b], c.ends[b]};
-  size_t from = o.pos >= kQualifierWindow ? o.pos - kQualifierWindow : 0;
-  return {std::max(from, c.starts[b]), std::min(o.pos + o.len + kQualifierWindow, c.ends[b])};
-}
-
-std::pair<size_t, size_t> MarkerRegion(const Corpus& c, const Occurrence& o) {
-  size_t b = c.BlockAt(o.pos);
-  size_t from = o.pos >= kQualifierWindow ? o.pos - kQualifierWindow : 0;
-  return {std::max(from, c.starts[b]), std::min(o.pos + o.len + kQualifierWindow, c.ends[b])};
+  return NearbyRegion(c, o);
 }
 
 // Words that mark a statement as describing a change (docs/quality.md).
 constexpr std::string_view kSupersessionMarkers[] = {
-    "superseded", "supersedes",  "changed",   "change of plan",
-    "instead",    "no longer",   "replaced",  "replacing",
-    "revised",    "reverted",    "switched",  "previously",
-    "originally", "dropped",     "abandoned", "obsolete",
-    "outdated",   "rather than", "->",        "\xe2\x86\x92" /* → */,
+    "superseded",
+    "supersedes",
+    "changed to",
+    "changed from",
+    "decision changed",
+    "plan changed",
+    "change of plan",
+    "instead",
+    "no longer",
+    "replaced",
+    "replacing",
+    "revised",
+    "reverted",
+    "switched to",
+    "switched from",
+    "previously",
+    "originally",
+    "dropped",
+    "abandoned",
+    "obsolete",
+    "outdated",
+    "rather than",
+    "->",
+    "\xe2\x86\x92" /* → */,
 };
 
 bool QualifiersHold(const Corpus& c, const Fact& f, const Occurrence& o) {
@@ -153,22 +207,7 @@ bool QualifiersHold(const Corpus& c, const Fact& f, const Occurrence& o) {
 }  // namespace
 
 std::string NormalizeForMatch(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  bool space = false;
-  for (char ch : text) {
-    if (ch == '`' || ch == '*' || ch == '"' || ch == '\'') continue;
-    if (ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r' || ch == '\f' || ch == '\v') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) {
-      out.push_back(' ');
-      space = false;
-    }
-    out.push_back(ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch);
-  }
-  return out;
+  return NormalizeWithLines(text, 0, nullptr);
 }
 
 std::vector<RenderedBlock> RenderContext(const std::vector<ContextMessage>& messages) {
@@ -273,7 +312,7 @@ std::vector<FactOutcome> ScoreFacts(const std::vector<Fact>& facts,
       for (const Occurrence& o : occ[current->id])
         last_current = last_current == std::string::npos ? o.pos : std::max(last_current, o.pos);
       for (const Occurrence& o : mine) {
-        auto [from, to] = MarkerRegion(c, o);
+        auto [from, to] = NearbyRegion(c, o);
         bool marked = false;
         for (std::string_view m : kSupersessionMarkers)
           marked = marked || Contains(c.text, m, from, to);

@@ -131,6 +131,18 @@ TEST_F(StaleTest, MarkedStaleMentionIsFine) {
   }
 }
 
+TEST_F(StaleTest, MarkerOnAnotherLineDoesNotCount) {
+  // A summary listing the stale decision as a key decision while another
+  // line mentions a change elsewhere still presents it as current.
+  auto o = Score(
+      {Block("## In Progress\n- [ ] Change of plan: use an in-memory LRU store instead.\n"
+             "## Key Decisions\n- **Decision: store the counters in Redis**: shared budget.")});
+  EXPECT_TRUE(o[0].stale_as_current);
+  auto same_line =
+      Score({Block("## Key Decisions\n- counters in Redis (superseded: in-memory LRU store)")});
+  EXPECT_FALSE(same_line[0].stale_as_current);
+}
+
 TEST_F(StaleTest, AbsentStaleIsFine) {
   auto o = Score({Block("Decisions: in-memory LRU store.")});
   EXPECT_FALSE(o[0].mentioned);
