@@ -717,6 +717,20 @@ std::string CommandOutput(Rng& r, const Scenario& s, const std::string& key,
          "import jobs\nDone: database is at head.\n";
 }
 
+// Agents do not always announce decisions the same way: vary the lead-in of
+// a "Decision: ..." sentence (the fact text and its reason stay verbatim).
+std::string Reword(Rng& r, const std::string& sentence) {
+  static const std::string kPrefix = "Decision: ";
+  if (sentence.rfind(kPrefix, 0) != 0) return sentence;
+  static const std::vector<std::string> kLeadIns = {
+      "Decision: ", "I'll go with this: ", "Plan: ", "", "Design choice: ", "Settled: "};
+  std::string rest = sentence.substr(kPrefix.size());
+  const std::string& lead = r.Pick(kLeadIns);
+  if (lead.empty() && !rest.empty() && rest[0] >= 'a' && rest[0] <= 'z')
+    rest[0] = static_cast<char>(rest[0] - 'a' + 'A');
+  return lead + rest;
+}
+
 }  // namespace
 
 GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
@@ -800,9 +814,12 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   // --- Opening: goal and the first constraints (one of them later revised).
   const Revision& rev_dec = s.revisions[0];
   const Revision& rev_con = s.revisions[1];
-  std::string opening = s.goal.sentence + "\n\nConstraints:\n- " + s.constraints[cons[0]].sentence +
-                        "\n- " + s.constraints[cons[1]].sentence;
-  if (revise_constraint) opening += "\n- " + rev_con.stale.sentence;
+  // Constraints as a bullet list or as plain prose, by seed.
+  const bool bullets = r.Chance(50);
+  const std::string sep = bullets ? "\n- " : " ";
+  std::string opening = s.goal.sentence + (bullets ? "\n\nConstraints:\n- " : "\n\n") +
+                        s.constraints[cons[0]].sentence + sep + s.constraints[cons[1]].sentence;
+  if (revise_constraint) opening += sep + rev_con.stale.sentence;
   const std::string open_id = b.User(opening);
   b.Plant(FactKind::kGoal, s.goal, open_id, fid("goal-"));
   b.Plant(FactKind::kConstraint, s.constraints[cons[0]], open_id, fid("constraint-"));
@@ -825,7 +842,7 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
 
   // --- The first decision that will be revised.
   const std::string stale_dec_entry =
-      b.Assistant(rev_dec.stale.sentence + " I'll wire that in first.");
+      b.Assistant(Reword(r, rev_dec.stale.sentence) + " I'll wire that in first.");
   const std::string stale_dec_id = fid("decision-");
   b.Plant(FactKind::kDecision, rev_dec.stale, stale_dec_entry, stale_dec_id, "pending");
 
@@ -839,7 +856,7 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
     const std::string& path = modify[t];
     if (dec_i < decs.size() && (t % 2 == 0 || t + 2 >= middle)) {
       const PhraseSpec& d = s.decisions[decs[dec_i++]];
-      b.Plant(FactKind::kDecision, d, b.Assistant(d.sentence), fid("decision-"));
+      b.Plant(FactKind::kDecision, d, b.Assistant(Reword(r, d.sentence)), fid("decision-"));
     }
     b.Read("Let me look at " + path + " before changing it.", path,
            FileContent(r, s.lang, path, r.Range(10, 35)));
@@ -919,7 +936,7 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   // Remaining decisions that found no topic.
   while (dec_i < decs.size()) {
     const PhraseSpec& d = s.decisions[decs[dec_i++]];
-    b.Plant(FactKind::kDecision, d, b.Assistant(d.sentence), fid("decision-"));
+    b.Plant(FactKind::kDecision, d, b.Assistant(Reword(r, d.sentence)), fid("decision-"));
   }
 
   // --- Tail: the next step, the last file and a final check.
