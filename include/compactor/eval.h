@@ -145,6 +145,53 @@ Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int cou
 FactFile ExtractFacts(const Session& session);
 
 // ---------------------------------------------------------------------------
+// Probe questions for an LLM judge (Factory's four probe types,
+// quality-evaluation.md section 2). String matching cannot tell whether an
+// error's fix status or a decision's reasoning survived in other words; a
+// judge model answers these from the rebuilt context and grades the answer.
+
+enum class ProbeType { kRecall, kArtifact, kContinuation, kDecision };
+std::string_view ProbeTypeName(ProbeType type);  // "recall", "artifact", "continuation", "decision"
+
+struct ProbeQuestion {
+  ProbeType type = ProbeType::kRecall;
+  std::string question;
+  // The reference answer the judge grades against (built from current facts).
+  std::string expected;
+  std::vector<std::string> fact_ids;
+};
+
+// One question per probe type that has facts: the goal and constraints
+// (recall), errors and whether they were fixed (recall), modified files
+// (artifact), the next step (continuation), current decisions with reasons
+// (decision). Superseded facts are named as such in the expected answer.
+std::vector<ProbeQuestion> MakeProbeQuestions(const FactFile& facts);
+
+// The rendered context as one text (blocks joined by blank lines), as a
+// judge would read it.
+std::string RenderedText(const std::vector<RenderedBlock>& blocks);
+
+struct JudgePrompt {
+  std::string system_prompt;
+  std::string user_text;
+};
+// The grading request: the context, the question and the reference answer;
+// the judge must reply with one line "SCORE: <0-5>" first.
+JudgePrompt BuildJudgePrompt(std::string_view context_text, const ProbeQuestion& question);
+// Parses "SCORE: n" (0-5, decimals allowed) from a judge reply.
+Result<double> ParseJudgeScore(std::string_view reply);
+
+// A judge model. Implementations call an LLM with BuildJudgePrompt's text.
+class ProbeJudge {
+ public:
+  virtual ~ProbeJudge() = default;
+  virtual std::string_view name() const = 0;
+  // Score 0-5 for the question against the context.
+  virtual Result<double> Score(std::string_view context_text,
+                               const ProbeQuestion& question) const = 0;
+};
+
+// ---------------------------------------------------------------------------
 // Runner
 
 struct EvalConfig {
@@ -153,6 +200,15 @@ struct EvalConfig {
   CompactOptions compact;  // strategy, dry_run and notes_path are set by the runner
   // Display name of the summarizer ("offline", ...).
   std::string summarizer_name = "offline";
+  // Optional: grade MakeProbeQuestions with this judge (nullptr = string rules only).
+  const ProbeJudge* judge = nullptr;
+};
+
+struct ProbeScore {
+  ProbeType type = ProbeType::kRecall;
+  std::string question;
+  double score = 0;   // 0-5; meaningful only when error is empty
+  std::string error;  // the judge's failure, if any
 };
 
 struct KindScore {
@@ -179,8 +235,9 @@ struct SessionEval {
   int64_t summary_tokens = 0;
   int64_t context_tokens_before = 0;
   int64_t context_tokens_after = 0;
-  double compact_ms = 0;  // the compaction itself
-  double total_ms = 0;    // compaction + rebuild + scoring
+  double compact_ms = 0;           // the compaction itself
+  double total_ms = 0;             // compaction + rebuild + scoring
+  std::vector<ProbeScore> probes;  // with EvalConfig::judge
 };
 
 // Compacts `session` in memory (nothing is written), rebuilds the context and

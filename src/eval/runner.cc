@@ -116,7 +116,23 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
     }
   }
   ev.context_tokens_after = HeuristicSum(rebuilt.messages);
-  ev.outcomes = ScoreFacts(facts.facts, RenderContext(rebuilt.messages));
+  const std::vector<RenderedBlock> blocks = RenderContext(rebuilt.messages);
+  ev.outcomes = ScoreFacts(facts.facts, blocks);
+  if (config.judge) {
+    const std::string text = RenderedText(blocks);
+    for (const ProbeQuestion& q : MakeProbeQuestions(facts)) {
+      ProbeScore p;
+      p.type = q.type;
+      p.question = q.question;
+      auto score = config.judge->Score(text, q);
+      if (score.ok()) {
+        p.score = *score;
+      } else {
+        p.error = score.status().ToString();
+      }
+      ev.probes.push_back(std::move(p));
+    }
+  }
 
   // Which facts were stated before the first kept entry (on the compacted path).
   std::map<std::string, size_t> position;
@@ -355,6 +371,18 @@ std::string EvalJson(const std::vector<EvalSummary>& summaries,
       facts.push_back(std::move(f));
     }
     j["facts"] = std::move(facts);
+    if (!e.probes.empty()) {
+      Json probes = Json::array();
+      for (const ProbeScore& p : e.probes) {
+        Json o;
+        o["type"] = std::string(ProbeTypeName(p.type));
+        o["question"] = p.question;
+        o["score"] = p.error.empty() ? Json(p.score) : Json(nullptr);
+        if (!p.error.empty()) o["error"] = p.error;
+        probes.push_back(std::move(o));
+      }
+      j["probes"] = std::move(probes);
+    }
     list.push_back(std::move(j));
   }
   root["sessions"] = std::move(list);
