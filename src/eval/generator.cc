@@ -755,7 +755,9 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   for (size_t i = 0; i < errs.size(); ++i) errs[i] = i;
   r.Shuffle(errs);
   errs.resize(static_cast<size_t>(r.Range(2, 3)));
-  const size_t unfixed = r.Below(errs.size());  // one error stays open
+  // The last error stays open: a later passing run of the same command would
+  // contradict it.
+  const size_t unfixed = errs.size() - 1;
   std::vector<std::string> modify = s.modify_files;
   r.Shuffle(modify);
   modify.resize(static_cast<size_t>(r.Range(5, 7)));
@@ -840,9 +842,11 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   }
   noise(r.Range(2, 4));
 
-  // --- The first decision that will be revised.
+  // --- The first decision that will be revised. It keeps its "Decision:"
+  // lead-in (the others vary) so that what is tested is how a summary treats
+  // a revised decision, not whether it noticed the decision at all.
   const std::string stale_dec_entry =
-      b.Assistant(Reword(r, rev_dec.stale.sentence) + " I'll wire that in first.");
+      b.Assistant(rev_dec.stale.sentence + " I'll wire that in first.");
   const std::string stale_dec_id = fid("decision-");
   b.Plant(FactKind::kDecision, rev_dec.stale, stale_dec_entry, stale_dec_id, "pending");
 
