@@ -1,6 +1,927 @@
+// The offline summarizer: a deterministic extractive summary in the same
+// sections the LLM prompts ask for, built from the facts extract.cc finds, then
+// cut to an output budget by dropping the least important items first.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+
 #include "compactor/summarizer.h"
+#include "summarize/extract.h"
+#include "summarize/text_util.h"
+
 namespace compactor {
-std::unique_ptr<Summarizer> NewOfflineSummarizer(const OfflineSummarizerOptions&) {
-  return nullptr;
+namespace {
+
+using summarize::Facts;
+using summarize::OneLine;
+using summarize::Statement;
+
+enum Sec { kGoal, kConstraints, kDone, kInProgress, kBlocked, kDecisions, kNext, kCritical, kSecs };
+
+// Priority 0 is never dropped; higher numbers go first when over budget.
+struct Item {
+  Sec sec = kCritical;
+  std::string text;  // the whole line(s), without the trailing newline
+  int priority = 0;
+  int64_t order = 0;
+  bool dropped = false;
+  // Quotes text that may hold a revised statement (previous summary lines,
+  // the last messages verbatim): checked by ScrubRetired.
+  bool scrub = false;
+};
+
+std::string Quote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out.push_back('`');
+  out.append(s);
+  out.push_back('`');
+  return out;
 }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Previous summary (update) parsing
+// ---------------------------------------------------------------------------
+
+struct Parsed {
+  std::vector<std::string> lines[kSecs];
+};
+
+std::string_view TrimView(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// Reads any summary written in the standard sections (ours or an LLM's);
+// unknown headings land in Critical Context. The file footer is dropped (the
+// caller appends a fresh one).
+Parsed ParseSummary(std::string_view text) {
+  Parsed p;
+  Sec sec = kCritical;
+  bool in_files = false;
+  std::string fence;  // a fenced block kept whole, newlines included
+  size_t b = 0;
+  while (b <= text.size()) {
+    size_t e = text.find('\n', b);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view raw = text.substr(b, e - b);
+    b = e + 1;
+    std::string_view line = TrimView(raw);
+    if (line.substr(0, 3) == "```") {
+      fence += raw;
+      if (fence.size() > raw.size()) {  // closing fence: the block is one item
+        p.lines[sec].push_back(std::move(fence));
+        fence.clear();
+      } else {
+        fence += '\n';
+      }
+      continue;
+    }
+    if (!fence.empty()) {
+      fence += raw;
+      fence += '\n';
+      continue;
+    }
+    if (line == "<read-files>" || line == "<modified-files>") {
+      in_files = true;
+      continue;
+    }
+    if (line == "</read-files>" || line == "</modified-files>") {
+      in_files = false;
+      continue;
+    }
+    if (in_files || line.empty() || line == "---" || line == "**Turn Context (split turn):**") {
+      continue;
+    }
+    if (line[0] == '#' && line.find_first_not_of('#') != std::string_view::npos &&
+        line[line.find_first_not_of('#')] == ' ') {
+      std::string_view title = TrimView(line.substr(line.find_first_not_of('#')));
+      if (line.substr(0, 2) != "##") continue;  // a document title
+      std::string h = Lower(title);
+      if (h.rfind("goal", 0) == 0) {
+        sec = kGoal;
+      } else if (h.rfind("constraint", 0) == 0 || h.find("preference") != std::string::npos ||
+                 h.find("requirement") != std::string::npos) {
+        sec = kConstraints;
+      } else if (h == "progress" || h.rfind("done", 0) == 0 || h.rfind("early progress", 0) == 0) {
+        sec = kDone;
+      } else if (h.rfind("in progress", 0) == 0 || h.rfind("original request", 0) == 0) {
+        sec = kInProgress;
+      } else if (h.rfind("blocked", 0) == 0) {
+        sec = kBlocked;
+      } else if (h.rfind("key decision", 0) == 0) {
+        sec = kDecisions;
+      } else if (h.rfind("next step", 0) == 0 || h.rfind("pending", 0) == 0) {
+        sec = kNext;
+      } else {
+        // A section of its own (an LLM's "Current Task", "Branch"): keep its
+        // name so its lines stay meaningful under Critical Context.
+        sec = kCritical;
+        if (h != "critical context") p.lines[sec].push_back(std::string(title) + ":");
+      }
+      continue;
+    }
+    std::string_view body = line;
+    for (std::string_view marker : {"- [x] ", "- [X] ", "- [ ] ", "- ", "* "}) {
+      if (body.substr(0, marker.size()) == marker) {
+        body.remove_prefix(marker.size());
+        break;
+      }
+    }
+    if (sec == kNext && body.size() > 2 && std::isdigit(static_cast<unsigned char>(body[0]))) {
+      size_t dot = body.find(". ");
+      if (dot != std::string_view::npos && dot < 4) body.remove_prefix(dot + 2);
+    }
+    body = TrimView(body);
+    if (body.empty() || body == "(none)") continue;
+    // Our own sub-lists are indented under a "- Label:" line: keep them whole.
+    bool nested = raw.size() > 1 && raw[0] == ' ' && !p.lines[sec].empty();
+    if (nested) {
+      p.lines[sec].back() += "; " + std::string(body);
+    } else {
+      p.lines[sec].emplace_back(body);
+    }
+  }
+  if (!fence.empty()) p.lines[sec].push_back(std::move(fence));  // unclosed block
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// Building the items
+// ---------------------------------------------------------------------------
+
+class Composer {
+ public:
+  Composer(const SummaryRequest& request, Facts facts)
+      : request_(request), facts_(std::move(facts)) {}
+
+  std::vector<Item> Build() {
+    if (!request_.previous_summary.empty()) previous_ = ParseSummary(request_.previous_summary);
+    for (const std::string& s : facts_.prior_summaries) {
+      Parsed extra = ParseSummary(s);
+      for (int k = 0; k < kSecs; ++k) {
+        for (std::string& l : extra.lines[k]) previous_.lines[k].push_back(std::move(l));
+      }
+    }
+    ResolveStatements();
+    AddGoal();
+    AddConstraints();
+    AddProgress();
+    AddDecisions();
+    AddNextSteps();
+    AddCritical();
+    ScrubRetired();
+    Dedupe();
+    return std::move(items_);
+  }
+
+  const Facts& facts() const { return facts_; }
+
+ private:
+  void Add(Sec sec, std::string text, int priority, int64_t order, bool scrub = false) {
+    items_.push_back(Item{sec, std::move(text), priority, order, false, scrub});
+  }
+
+  // Constraints and decisions from the previous summary join the timeline as
+  // the oldest statements, so new revisions retire them too.
+  void ResolveStatements() {
+    int64_t order = -1000000;
+    for (const std::string& l : previous_.lines[kConstraints]) {
+      prev_constraints_.push_back(Statement{order++, l, "", true, false, 0});
+    }
+    for (const std::string& l : previous_.lines[kDecisions]) {
+      Statement d{order++, l, "", true, false, 1};
+      // "**decision**: reason"
+      if (l.rfind("**", 0) == 0) {
+        size_t end = l.find("**", 2);
+        if (end != std::string::npos) {
+          d.text = l.substr(2, end - 2);
+          size_t colon = l.find(':', end);
+          d.reason = colon == std::string::npos ? "" : std::string(TrimView(l.substr(colon + 1)));
+        }
+      }
+      prev_decisions_.push_back(std::move(d));
+    }
+    for (const summarize::CommandRun& r : facts_.commands) {
+      if (!r.ok) continue;
+      ok_commands_[r.command] = &r;
+      ok_families_[r.family] = &r;
+    }
+    std::vector<Statement*> timeline;
+    for (Statement& s : prev_constraints_) timeline.push_back(&s);
+    for (Statement& s : prev_decisions_) timeline.push_back(&s);
+    for (Statement& s : facts_.constraints) timeline.push_back(&s);
+    for (Statement& s : facts_.decisions) timeline.push_back(&s);
+    for (Statement& s : facts_.goal_statements) timeline.push_back(&s);
+    summarize::ApplySupersession(timeline);
+    std::set<std::string> live;
+    for (Statement* s : timeline) {
+      if (!s->superseded) live.insert(s->text);
+    }
+    for (Statement* s : timeline) {
+      if (s->superseded && !live.count(s->text)) retired_.insert(s->text);
+    }
+  }
+
+  // A request's text without the sentences a later statement revised.
+  std::string RequestText(const summarize::Request& r, size_t max_bytes, bool skip_constraints) {
+    std::string out;
+    std::vector<const std::string*> kept;
+    for (const std::string& s : r.sentences) {
+      if (retired_.count(s)) continue;
+      if (skip_constraints && summarize::IsConstraintSentence(s)) continue;
+      kept.push_back(&s);
+    }
+    // A lead-in such as "Requirements:" means nothing once its list is gone.
+    while (skip_constraints && !kept.empty() && kept.back()->back() == ':') kept.pop_back();
+    for (const std::string* s : kept) {
+      if (!out.empty() && out.size() + s->size() + 1 > max_bytes) break;
+      if (!out.empty()) out += ' ';
+      out += *s;
+    }
+    if (out.empty() && !r.sentences.empty() && !retired_.count(r.sentences.front())) {
+      out = r.sentences.front();
+    }
+    return OneLine(out, max_bytes);
+  }
+
+  // Share of words made of letters only (a trailing , . : ! ? allowed):
+  // high for a sentence, low for a pasted command line or log.
+  static double PlainWordShare(std::string_view s) {
+    size_t words = 0, plain = 0;
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && s[i] == ' ') ++i;
+      size_t b = i;
+      while (i < s.size() && s[i] != ' ') ++i;
+      if (i == b) break;
+      std::string_view w = s.substr(b, i - b);
+      while (!w.empty() && std::strchr(",.:;!?)'\"", w.back()) != nullptr) w.remove_suffix(1);
+      while (!w.empty() && (w.front() == '(' || w.front() == '"' || w.front() == '\'')) {
+        w.remove_prefix(1);
+      }
+      ++words;
+      bool letters = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '\'' || c == '-';
+      });
+      plain += letters ? 1 : 0;
+    }
+    return words == 0 ? 0.0 : static_cast<double>(plain) / static_cast<double>(words);
+  }
+
+  static size_t WordCount(std::string_view s) {
+    size_t n = 0;
+    bool in_word = false;
+    for (char c : s) {
+      bool w = c != ' ';
+      if (w && !in_word) ++n;
+      in_word = w;
+    }
+    return n;
+  }
+
+  void AddGoal() {
+    int64_t n = 0;
+    if (!previous_.lines[kGoal].empty()) {
+      for (const std::string& l : previous_.lines[kGoal]) {
+        if (retired_.count(l)) continue;
+        Add(kGoal, n == 0 ? l : "- " + l, n == 0 ? 0 : 2, -1000 + n, true);
+        ++n;
+      }
+    }
+    if (n == 0 && !facts_.requests.empty()) {
+      // With a previous summary the goal is already known; new requests are
+      // progress, not a new goal. Otherwise the first request that says
+      // something ("can leave it" or "yo" do not) states the goal.
+      const summarize::Request* chosen = &facts_.requests.front();
+      for (const summarize::Request& r : facts_.requests) {
+        if (WordCount(r.full) >= 6 && !r.sentences.empty() &&
+            PlainWordShare(r.sentences.front()) >= 0.6) {
+          chosen = &r;
+          break;
+        }
+      }
+      const summarize::Request& first = *chosen;
+      std::string goal = RequestText(first, 700, /*skip_constraints=*/true);
+      if (!goal.empty()) {
+        if (n == 0) {
+          Add(kGoal, goal, 0, first.order);
+        } else {
+          Add(kGoal, "- " + goal, 1, first.order);
+        }
+        ++n;
+      }
+    }
+    for (const Statement& s : facts_.goal_statements) {
+      if (s.superseded) continue;
+      Add(kGoal, "- " + s.text, 1, s.order);
+    }
+  }
+
+  void AddConstraints() {
+    for (const Statement& s : prev_constraints_) {
+      if (!s.superseded) Add(kConstraints, "- " + s.text, 0, s.order);
+    }
+    std::set<std::string> seen;
+    for (const Statement& s : facts_.constraints) {
+      if (s.superseded || !seen.insert(s.text).second) continue;
+      Add(kConstraints, "- " + s.text, 0, s.order);
+    }
+  }
+
+  std::string FileList(const std::vector<std::string>& files, size_t max) {
+    std::string out;
+    for (size_t i = 0; i < files.size() && i < max; ++i) {
+      if (i > 0) out += ", ";
+      out += Quote(files[i]);
+    }
+    if (files.size() > max) out += " and " + std::to_string(files.size() - max) + " more";
+    return out;
+  }
+
+  void AddProgress() {
+    const auto& reqs = facts_.requests;
+    bool new_requests = !reqs.empty();
+    // Previous Done stays done; previous In Progress is done once the user
+    // moved on to something new, otherwise still under way.
+    int64_t n = -900000;
+    std::vector<std::string> carried_modified;
+    for (const std::string& l : previous_.lines[kDone]) {
+      if (l.rfind("Files modified:", 0) == 0) {
+        for (std::string& f : BacktickedPaths(l)) carried_modified.push_back(std::move(f));
+        continue;
+      }
+      Add(kDone, "- [x] " + l, 3, n++, true);
+    }
+    for (const std::string& l : previous_.lines[kInProgress]) {
+      if (new_requests) {
+        Add(kDone, "- [x] " + l, 2, n++, true);
+      } else {
+        Add(kInProgress, "- [ ] " + l, 0, n++, true);
+      }
+    }
+    for (size_t i = 0; i + 1 < reqs.size(); ++i) {
+      std::string text = RequestText(reqs[i], 200, /*skip_constraints=*/true);
+      if (text.empty()) text = "(a request revised later)";
+      std::string line = "- [x] " + text;
+      if (!reqs[i].modified.empty()) line += " (changed " + FileList(reqs[i].modified, 4) + ")";
+      // Recent requests matter more than old ones.
+      int priority = i + 12 >= reqs.size() ? 2 : 3;
+      Add(kDone, line, priority, reqs[i].order);
+    }
+    // Every modified file, with what happened to it (the artifact trail).
+    std::vector<std::string> modified = carried_modified;
+    for (const std::string& f : facts_.modified_order) {
+      if (std::find(modified.begin(), modified.end(), f) == modified.end()) modified.push_back(f);
+    }
+    // The cumulative lists describe the whole session; a turn prefix reports
+    // only its own part (the footer carries the rest).
+    std::span<const std::string> known_modified = request_.modified_files;
+    if (request_.kind == SummaryKind::kTurnPrefix) known_modified = {};
+    for (const std::string& f : known_modified) {
+      if (!facts_.files.count(f) || facts_.files.at(f).edits + facts_.files.at(f).writes == 0) {
+        if (std::find(modified.begin(), modified.end(), f) == modified.end()) modified.push_back(f);
+      }
+    }
+    if (!modified.empty()) {
+      std::string line = "- [x] Files modified: ";
+      for (size_t i = 0; i < modified.size(); ++i) {
+        if (i > 0) line += ", ";
+        line += Quote(modified[i]);
+        auto it = facts_.files.find(modified[i]);
+        if (it == facts_.files.end()) continue;
+        const summarize::FileActivity& fa = it->second;
+        std::string what;
+        if (fa.writes > 0)
+          what = fa.writes == 1 ? "written" : "written x" + std::to_string(fa.writes);
+        if (fa.edits > 0) {
+          if (!what.empty()) what += ", ";
+          what += fa.edits == 1 ? "1 edit" : std::to_string(fa.edits) + " edits";
+        }
+        if (!what.empty()) line += " (" + what + ")";
+      }
+      Add(kDone, line, 0, 1LL << 40);
+    }
+    if (!reqs.empty()) {
+      const summarize::Request& last = reqs.back();
+      std::string line = "- [ ] " + RequestText(last, 300, false);
+      if (!last.modified.empty()) line += " (changed so far: " + FileList(last.modified, 8) + ")";
+      Add(kInProgress, line, 0, last.order);
+    }
+    // Blocked: what still fails.
+    for (const std::string& l : previous_.lines[kBlocked]) {
+      if (!StillBlocked(l)) continue;
+      Add(kBlocked, "- " + l, 0, n++, true);
+    }
+    for (const summarize::ErrorRecord& e : facts_.errors) {
+      if (e.resolved_at || e.inspection) continue;
+      if (!e.is_command && e.order + 8 < LastOrder()) continue;  // stale tool hiccup
+      Add(kBlocked, "- " + e.where + " fails: " + e.message, e.is_command ? 0 : 1, e.order);
+    }
+    if (!facts_.last_assistant_error.empty()) {
+      Add(kBlocked, "- The last model call failed: " + facts_.last_assistant_error, 1, LastOrder());
+    }
+  }
+
+  int64_t LastOrder() const { return static_cast<int64_t>(request_.messages.size()); }
+
+  // A previous Blocked line stays unless a command it names now succeeds.
+  bool StillBlocked(const std::string& line) const {
+    size_t a = line.find('`');
+    size_t b = a == std::string::npos ? a : line.find('`', a + 1);
+    if (b == std::string::npos) return true;
+    std::string cmd = line.substr(a + 1, b - a - 1);
+    return LaterSuccess(cmd) == nullptr;
+  }
+
+  void AddDecisions() {
+    auto add = [&](const Statement& d, int priority) {
+      std::string line = "- **" + d.text + "**: ";
+      line += d.reason.empty() ? "(no reason stated)" : d.reason;
+      Add(kDecisions, line, priority, d.order);
+    };
+    for (const Statement& d : prev_decisions_) {
+      if (!d.superseded) add(d, 2);
+    }
+    std::set<std::string> seen;
+    size_t live = 0;
+    for (const Statement& d : facts_.decisions) live += d.superseded ? 0 : 1;
+    size_t index = 0;
+    for (const Statement& d : facts_.decisions) {
+      if (d.superseded || !seen.insert(d.text).second) continue;
+      // The latest decisions and every one with a stated reason rank higher.
+      bool recent = index++ + 10 >= live;
+      add(d, !d.reason.empty() && recent ? 1 : 2);
+    }
+  }
+
+  void AddNextSteps() {
+    int64_t n = 0;
+    if (!facts_.pending_user_message.empty()) {
+      Add(kNext, "Answer the user's latest message: \"" + facts_.pending_user_message + "\"", 0,
+          n++, true);
+    }
+    std::set<std::string> seen;
+    for (const std::string& p : facts_.plan) {
+      if (retired_.count(p) || !seen.insert(p).second) continue;
+      Add(kNext, p, 0, n++);
+    }
+    int fixes = 0;
+    for (auto it = facts_.errors.rbegin(); it != facts_.errors.rend() && fixes < 3; ++it) {
+      const summarize::ErrorRecord& e = *it;
+      if (e.resolved_at || !e.is_command || e.inspection) continue;
+      Add(kNext, "Fix the failure of " + e.where + ": " + e.message, 1, n++);
+      ++fixes;
+    }
+    if (n == 0 && !previous_.lines[kNext].empty()) {
+      for (const std::string& l : previous_.lines[kNext]) Add(kNext, l, 1, n++, true);
+    }
+    if (n == 0 && !facts_.requests.empty()) {
+      Add(kNext, "Continue with: " + RequestText(facts_.requests.back(), 240, false), 0, n++);
+    }
+  }
+
+  void AddCritical() {
+    // Commands: one line per distinct command, with its latest outcome.
+    struct Agg {
+      const summarize::CommandRun* last = nullptr;
+      int runs = 0;
+      int failures = 0;
+      std::string first_failure;
+    };
+    std::map<std::string, Agg> by_command;
+    std::vector<std::string> order;
+    for (const summarize::CommandRun& r : facts_.commands) {
+      auto [it, inserted] = by_command.try_emplace(r.command);
+      if (inserted) order.push_back(r.command);
+      Agg& a = it->second;
+      a.last = &r;
+      a.runs++;
+      if (!r.ok) {
+        a.failures++;
+        if (a.first_failure.empty()) a.first_failure = r.outcome;
+      }
+    }
+    for (const std::string& cmd : order) {
+      const Agg& a = by_command[cmd];
+      if (a.last->inspection && a.last->ok) continue;  // a look-up that worked: no state
+      if (!a.last->ok && a.last->outcome != "cancelled") continue;  // its error line says it all
+      std::string line = "- Ran " + Quote(cmd);
+      if (a.runs > 1) line += " (" + std::to_string(a.runs) + " times)";
+      line += " -> " + a.last->outcome;
+      if (!a.last->detail.empty()) line += ": " + a.last->detail;
+      if (a.last->ok && a.failures > 0) line += " (failed earlier: " + a.first_failure + ")";
+      bool test_like = !a.last->detail.empty() && a.last->ok;
+      Add(kCritical, line, a.last->ok ? (test_like ? 2 : 3) : 1, a.last->order);
+    }
+    for (const summarize::ErrorRecord& e : facts_.errors) {
+      std::string line = "- Error in " + e.where;
+      if (!e.outcome.empty()) line += " (" + e.outcome + ")";
+      if (e.count > 1) line += " (" + std::to_string(e.count) + " times)";
+      line += ": " + e.message;
+      if (e.resolved_at) {
+        line += " -> resolved (later " + e.resolved_by + ")";
+      } else {
+        line += " -> NOT resolved";
+      }
+      int priority = e.inspection ? 4 : e.is_command ? 1 : (e.resolved_at ? 4 : 2);
+      Add(kCritical, line, priority, e.order);
+    }
+    // Files only read (modified ones are listed under Done).
+    std::vector<std::string> read;
+    for (const std::string& l : previous_.lines[kCritical]) {
+      if (l.rfind("Files read:", 0) == 0) {
+        for (std::string& f : BacktickedPaths(l)) read.push_back(std::move(f));
+      }
+    }
+    std::set<std::string> modified(facts_.modified_order.begin(), facts_.modified_order.end());
+    for (const std::string& l : previous_.lines[kDone]) {
+      if (l.rfind("Files modified:", 0) == 0) {
+        for (std::string& f : BacktickedPaths(l)) modified.insert(std::move(f));
+      }
+    }
+    read.erase(std::remove_if(read.begin(), read.end(),
+                              [&](const std::string& f) { return modified.count(f) > 0; }),
+               read.end());
+    if (request_.kind != SummaryKind::kTurnPrefix) {
+      modified.insert(request_.modified_files.begin(), request_.modified_files.end());
+    }
+    std::set<std::string> listed(read.begin(), read.end());
+    for (const std::string& f : facts_.read_order) {
+      if (!modified.count(f) && listed.insert(f).second) read.push_back(f);
+    }
+    if (request_.kind != SummaryKind::kTurnPrefix) {
+      for (const std::string& f : request_.read_files) {
+        if (!modified.count(f) && listed.insert(f).second) read.push_back(f);
+      }
+    }
+    if (!read.empty()) {
+      Add(kCritical, "- Files read: " + FileList(read, 40), 3, 1LL << 40);
+    }
+    for (const std::string& b : facts_.branch_notes) {
+      Parsed p = ParseSummary(b);
+      std::string what = p.lines[kGoal].empty() ? OneLine(b, 240) : OneLine(p.lines[kGoal][0], 240);
+      Add(kCritical, "- An abandoned branch explored: " + what, 2, 0);
+    }
+    size_t notes = facts_.notes.size();
+    for (size_t i = notes > 3 ? notes - 3 : 0; i < notes; ++i) {
+      Add(kCritical, "- Note (" + facts_.notes[i] + ")", 3, static_cast<int64_t>(i));
+    }
+    int64_t n = -800000;
+    for (const std::string& l : previous_.lines[kCritical]) {
+      if (SupersededCommandLine(l) || l.rfind("Files read:", 0) == 0) continue;
+      if (l.rfind("Last assistant message:", 0) == 0 && !facts_.last_assistant_text.empty())
+        continue;
+      bool is_error = l.rfind("Error in `", 0) == 0;
+      // A fenced block (a tree, a snippet) stays verbatim, without a bullet.
+      Add(kCritical, l.rfind("```", 0) == 0 ? l : "- " + Rejudge(l), is_error ? 2 : 3, n++, true);
+    }
+    if (!facts_.last_assistant_text.empty()) {
+      Add(kCritical, "- Last assistant message: \"" + facts_.last_assistant_text + "\"", 2,
+          LastOrder(), true);
+    }
+  }
+
+  // Revised statements never appear as current, wherever they were quoted
+  // (a request line, a previous summary's Done list).
+  void ScrubRetired() {
+    for (Item& it : items_) {
+      if (!it.scrub) continue;
+      for (const std::string& r : retired_) {
+        if (r.size() < 12) continue;
+        size_t p;
+        while ((p = it.text.find(r)) != std::string::npos) it.text.erase(p, r.size());
+      }
+    }
+    items_.erase(std::remove_if(items_.begin(), items_.end(),
+                                [](const Item& it) {
+                                  if (!it.scrub) return false;
+                                  std::string_view t = it.text;
+                                  for (std::string_view m : {"- [x] ", "- [ ] ", "- "}) {
+                                    if (t.rfind(m, 0) == 0) {
+                                      t.remove_prefix(m.size());
+                                      break;
+                                    }
+                                  }
+                                  t = TrimView(t);
+                                  // Nothing left but a parenthetical file note.
+                                  return t.empty() || t.front() == '(';
+                                }),
+                 items_.end());
+  }
+
+  // The same line twice (a request repeated, carried from the previous
+  // summary and seen again) is kept once, at its latest position.
+  void Dedupe() {
+    std::map<std::pair<int, std::string>, size_t> last;
+    for (size_t i = 0; i < items_.size(); ++i) last[{items_[i].sec, items_[i].text}] = i;
+    std::vector<Item> kept;
+    kept.reserve(items_.size());
+    for (size_t i = 0; i < items_.size(); ++i) {
+      if (last[{items_[i].sec, items_[i].text}] == i) kept.push_back(std::move(items_[i]));
+    }
+    items_ = std::move(kept);
+  }
+
+  // Paths in backticks ("`a`, `b`") of one of our own list lines.
+  static std::vector<std::string> BacktickedPaths(std::string_view line) {
+    std::vector<std::string> out;
+    size_t p = 0;
+    while ((p = line.find('`', p)) != std::string_view::npos) {
+      size_t e = line.find('`', p + 1);
+      if (e == std::string_view::npos) break;
+      out.emplace_back(line.substr(p + 1, e - p - 1));
+      p = e + 1;
+    }
+    return out;
+  }
+
+  // A previous "Error in `cmd` ... -> NOT resolved" line, re-judged with the
+  // new runs.
+  std::string Rejudge(const std::string& line) const {
+    constexpr std::string_view kOpen = " -> NOT resolved";
+    if (line.rfind("Error in `", 0) != 0) return line;
+    size_t tail = line.rfind(kOpen);
+    if (tail == std::string::npos || tail + kOpen.size() != line.size()) return line;
+    size_t end = line.find('`', 10);
+    if (end == std::string::npos) return line;
+    const summarize::CommandRun* r = LaterSuccess(line.substr(10, end - 10));
+    if (r == nullptr) return line;
+    return line.substr(0, tail) + " -> resolved (later `" + r->command + "` " + r->outcome + ")";
+  }
+
+  // A successful run in the new messages of `cmd` or of its program.
+  const summarize::CommandRun* LaterSuccess(const std::string& cmd) const {
+    auto it = ok_commands_.find(cmd);
+    if (it != ok_commands_.end()) return it->second;
+    auto f = ok_families_.find(summarize::CommandFamily(cmd));
+    return f == ok_families_.end() ? nullptr : f->second;
+  }
+
+  // A previous "Ran `cmd` ..." line is replaced by a newer run of that command.
+  bool SupersededCommandLine(const std::string& line) const {
+    if (line.rfind("Ran `", 0) != 0) return false;
+    size_t end = line.find('`', 5);
+    if (end == std::string::npos) return false;
+    if (ran_commands_.empty()) {
+      for (const summarize::CommandRun& r : facts_.commands) ran_commands_.insert(r.command);
+    }
+    return ran_commands_.count(line.substr(5, end - 5)) > 0;
+  }
+
+  const SummaryRequest& request_;
+  Facts facts_;
+  Parsed previous_;
+  std::vector<Statement> prev_constraints_;
+  std::vector<Statement> prev_decisions_;
+  std::set<std::string> retired_;
+  std::vector<Item> items_;
+  std::map<std::string, const summarize::CommandRun*> ok_commands_, ok_families_;
+  mutable std::set<std::string> ran_commands_;
+};
+
+// ---------------------------------------------------------------------------
+// Rendering and budget
+// ---------------------------------------------------------------------------
+
+struct Layout {
+  struct Section {
+    std::string heading;  // "## Goal"; "### Done" for subsections
+    std::vector<Sec> sources;
+    bool numbered = false;
+    bool none_if_empty = true;
+  };
+  std::vector<Section> sections;
+};
+
+Layout LayoutFor(SummaryKind kind) {
+  Layout l;
+  auto sec = [&l](std::string heading, std::vector<Sec> sources, bool numbered = false,
+                  bool none = true) {
+    l.sections.push_back({std::move(heading), std::move(sources), numbered, none});
+  };
+  switch (kind) {
+    case SummaryKind::kTurnPrefix:
+      sec("## Original Request", {kGoal, kConstraints});
+      sec("## Early Progress", {kDone, kInProgress, kDecisions, kBlocked});
+      sec("## Context for Suffix", {kNext, kCritical});
+      break;
+    case SummaryKind::kBranch:
+      sec("## Goal", {kGoal});
+      sec("## Constraints & Preferences", {kConstraints});
+      sec("## Progress", {}, false, false);
+      sec("### Done", {kDone, kCritical});
+      sec("### In Progress", {kInProgress});
+      sec("### Blocked", {kBlocked});
+      sec("## Key Decisions", {kDecisions});
+      sec("## Next Steps", {kNext}, true);
+      break;
+    case SummaryKind::kHandoff:
+      sec("## Goal", {kGoal});
+      sec("## Constraints & Preferences", {kConstraints});
+      sec("## Progress", {}, false, false);
+      sec("### Done", {kDone});
+      sec("### In Progress", {kInProgress});
+      sec("### Pending", {kBlocked});
+      sec("## Key Decisions", {kDecisions});
+      sec("## Critical Context", {kCritical});
+      sec("## Next Steps", {kNext}, true);
+      break;
+    default:
+      sec("## Goal", {kGoal});
+      sec("## Constraints & Preferences", {kConstraints});
+      sec("## Progress", {}, false, false);
+      sec("### Done", {kDone});
+      sec("### In Progress", {kInProgress});
+      sec("### Blocked", {kBlocked});
+      sec("## Key Decisions", {kDecisions});
+      sec("## Next Steps", {kNext}, true);
+      sec("## Critical Context", {kCritical});
+      break;
+  }
+  return l;
+}
+
+std::string Render(const Layout& layout, const std::vector<Item>& items) {
+  std::string out;
+  for (const Layout::Section& s : layout.sections) {
+    if (!out.empty()) out += s.heading.rfind("###", 0) == 0 ? "\n" : "\n\n";
+    out += s.heading;
+    out += '\n';
+    if (s.sources.empty()) continue;
+    int number = 0;
+    bool any = false;
+    for (Sec src : s.sources) {
+      // Items of a section keep insertion order: extraction order is meaningful.
+      for (const Item& it : items) {
+        if (it.dropped || it.sec != src) continue;
+        any = true;
+        if (s.numbered) {
+          std::string_view t = it.text;
+          if (t.rfind("- ", 0) == 0) t.remove_prefix(2);
+          out += std::to_string(++number) + ". ";
+          out += t;
+        } else if (src == kGoal || it.text.rfind("- ", 0) == 0 || it.text.rfind("```", 0) == 0) {
+          out += it.text;
+        } else {
+          out += "- " + it.text;
+        }
+        out += '\n';
+      }
+    }
+    if (!any && s.none_if_empty) out += "(none)\n";
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// Drops items, least important and oldest first, until the text fits.
+void FitToBudget(std::vector<Item>& items, const Layout& layout, size_t budget_bytes) {
+  size_t total = Render(layout, items).size();
+  if (total <= budget_bytes) return;
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].priority > 0) candidates.push_back(i);
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+    if (items[a].priority != items[b].priority) return items[a].priority > items[b].priority;
+    return items[a].order < items[b].order;
+  });
+  for (size_t idx : candidates) {
+    if (total <= budget_bytes) break;
+    items[idx].dropped = true;
+    total = total > items[idx].text.size() + 1 ? total - items[idx].text.size() - 1 : 0;
+  }
+}
+
+std::string HardCap(std::string text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  constexpr std::string_view kMarker = "\n[... summary cut to its output limit]";
+  size_t cut = max_bytes > kMarker.size() ? max_bytes - kMarker.size() : 0;
+  size_t nl = text.rfind('\n', cut);
+  if (nl != std::string::npos && nl > cut / 2) cut = nl;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
+  text += kMarker;
+  return text;
+}
+
+std::string ShortSummary(const Facts& f) {
+  std::string out;
+  if (!f.modified_order.empty()) {
+    out += "I changed ";
+    size_t n = std::min<size_t>(f.modified_order.size(), 5);
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0) out += i + 1 == n ? " and " : ", ";
+      out += Quote(f.modified_order[i]);
+    }
+    if (f.modified_order.size() > n) {
+      out += " (and " + std::to_string(f.modified_order.size() - n) + " more files)";
+    }
+    if (!f.requests.empty()) out += " while working on: " + f.requests.back().text;
+    out += '.';
+  } else if (!f.requests.empty()) {
+    out += "I worked on: " + f.requests.back().text;
+    if (out.back() != '.') out += '.';
+  }
+  size_t open = 0;
+  std::string first_open;
+  for (const summarize::ErrorRecord& e : f.errors) {
+    if (!e.resolved_at && e.is_command) {
+      if (open++ == 0) first_open = e.where + ": " + e.message;
+    }
+  }
+  if (open > 0) {
+    out += " Still failing: " + first_open + ".";
+  } else if (!f.plan.empty()) {
+    out += " Next: " + f.plan.front();
+  }
+  return OneLine(out, 1200);
+}
+
+void BoostFocus(std::vector<Item>& items, std::string_view instructions) {
+  if (instructions.empty()) return;
+  std::string lower = Lower(instructions);
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < lower.size()) {
+    while (i < lower.size() && !std::isalnum(static_cast<unsigned char>(lower[i]))) ++i;
+    size_t b = i;
+    while (i < lower.size() && (std::isalnum(static_cast<unsigned char>(lower[i])) ||
+                                lower[i] == '_' || lower[i] == '.' || lower[i] == '/')) {
+      ++i;
+    }
+    if (i - b >= 4) words.emplace_back(lower.substr(b, i - b));
+  }
+  for (Item& it : items) {
+    if (it.priority <= 1) continue;
+    std::string t = Lower(it.text);
+    for (const std::string& w : words) {
+      if (t.find(w) != std::string::npos) {
+        it.priority = 1;
+        break;
+      }
+    }
+  }
+}
+
+class OfflineSummarizer : public Summarizer {
+ public:
+  explicit OfflineSummarizer(const OfflineSummarizerOptions& options) : options_(options) {}
+
+  std::string_view name() const override { return "offline"; }
+
+  Result<std::string> Summarize(const SummaryRequest& request) const override {
+    RETURN_IF_ERROR(CheckSummarizable(request));
+    SummaryKind kind = EffectiveKind(request);
+    ASSIGN_OR_RETURN(Facts facts, summarize::ExtractFacts(request.messages, request.is_cancelled));
+    if (request.is_cancelled && request.is_cancelled()) {
+      return Status::Cancelled("summarization cancelled");
+    }
+    if (kind == SummaryKind::kShort) {
+      std::string s = ShortSummary(facts);
+      if (s.empty()) return Status::FailedPrecondition("nothing to summarize for a short summary");
+      return s;
+    }
+    // A previous summary is already dense: carry it at about half its size
+    // on top of the ratio of the new material, so chained updates level off.
+    int64_t input_tokens = facts.input_chars / 4;
+    int64_t max_out =
+        request.max_output_tokens > 0 ? request.max_output_tokens : DefaultMaxOutputTokens(kind);
+    int64_t budget =
+        static_cast<int64_t>(options_.target_ratio * static_cast<double>(input_tokens)) +
+        static_cast<int64_t>(request.previous_summary.size()) / 8;
+    budget = std::max(budget, options_.min_budget_tokens);
+    budget = std::min(budget, max_out);
+
+    Composer composer(request, std::move(facts));
+    std::vector<Item> items = composer.Build();
+    BoostFocus(items, request.custom_instructions);
+    Layout layout = LayoutFor(kind);
+    FitToBudget(items, layout, static_cast<size_t>(budget) * 4);
+    std::string text = HardCap(Render(layout, items), static_cast<size_t>(max_out) * 4);
+    return text;
+  }
+
+ private:
+  OfflineSummarizerOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Summarizer> NewOfflineSummarizer(const OfflineSummarizerOptions& options) {
+  return std::make_unique<OfflineSummarizer>(options);
+}
+
 }  // namespace compactor

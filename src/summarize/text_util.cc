@@ -79,14 +79,17 @@ size_t SkipSpace(std::string_view s, size_t i) {
 
 // End (exclusive) of the string literal starting at s[i] == '"', or npos.
 size_t StringEnd(std::string_view s, size_t i) {
-  for (size_t k = i + 1; k < s.size(); ++k) {
-    if (s[k] == '\\') {
-      ++k;
-    } else if (s[k] == '"') {
-      return k + 1;
-    }
+  size_t k = i + 1;
+  while (true) {
+    // Tool-call arguments hold whole files: jump from quote to quote (memchr)
+    // and check that the quote is not escaped (an even run of backslashes).
+    k = s.find('"', k);
+    if (k == std::string_view::npos) return k;
+    size_t backslashes = 0;
+    for (size_t b = k; b > i + 1 && s[b - 1] == '\\'; --b) ++backslashes;
+    if (backslashes % 2 == 0) return k + 1;
+    ++k;
   }
-  return std::string_view::npos;
 }
 
 // End (exclusive) of the JSON value starting at s[i], or npos.

@@ -1,0 +1,114 @@
+// The offline summarizer on the real fixture sessions (pi-mono's own coding
+// sessions): the span pi would summarize at keepRecentTokens 20000 / 2000.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "compactor/context.h"
+#include "compactor/estimate.h"
+#include "compactor/file_ops.h"
+#include "compactor/session.h"
+#include "compactor/summarizer.h"
+#include "support/test_util.h"
+
+namespace compactor {
+namespace {
+
+std::string Fixture(const std::string& rel) {
+  std::string dir = testing::SharedDir();
+  if (dir.empty()) return "";
+  std::string p = dir + "/fixtures/" + rel;
+  return std::filesystem::exists(p) ? p : "";
+}
+
+double ThreadSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct Case {
+  std::string session;
+  std::string golden;
+};
+
+// The messages before the golden turn start (pi's messagesToSummarize for a
+// split turn), from the previous compaction's first kept entry on.
+std::vector<Message> HistorySpan(const Case& c) {
+  std::string sp = Fixture(c.session), gp = Fixture("pi/expected/" + c.golden);
+  if (sp.empty() || gp.empty()) return {};
+  auto golden = nlohmann::json::parse(testing::ReadFileOrDie(gp));
+  ContextOptions o;
+  o.leaf_id = golden["leafId"].get<std::string>();
+  auto s = Session::Open(sp);
+  EXPECT_TRUE(s.ok());
+  auto ctx = BuildSessionContext(**s, o);
+  EXPECT_TRUE(ctx.ok());
+  int64_t end = golden["preparation"]["turnStartIndexInPath"].get<int64_t>();
+  std::vector<int64_t> pos((*s)->size(), -1);
+  for (size_t i = 0; i < ctx->path.size(); ++i) pos[ctx->path[i]] = static_cast<int64_t>(i);
+  std::vector<Message> out;
+  for (const ContextMessage& cm : ctx->messages) {
+    if (cm.role == Role::kCompactionSummary) continue;
+    if (pos[cm.entry_index] >= end) break;
+    auto m = ParseMessage(cm.json());
+    EXPECT_TRUE(m.ok());
+    out.push_back(std::move(*m));
+  }
+  EXPECT_EQ(out.size(), golden["preparation"]["messagesToSummarize"].get<size_t>());
+  return out;
+}
+
+class OfflineOnFixtures : public ::testing::TestWithParam<Case> {};
+
+TEST_P(OfflineOnFixtures, CarriesTheArtifactTrailAndShrinks) {
+  std::vector<Message> msgs = HistorySpan(GetParam());
+  if (msgs.empty()) GTEST_SKIP() << "shared/fixtures not found";
+  auto summarizer = NewOfflineSummarizer();
+  SummaryRequest req;
+  req.messages = msgs;
+  double t0 = ThreadSeconds();
+  auto r = summarizer->Summarize(req);
+  double secs = ThreadSeconds() - t0;
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*summarizer->Summarize(req), *r) << "not deterministic";
+
+  // Every modified file of the span is named in the summary.
+  FileOps ops;
+  ExtractFileOps(msgs, ops);
+  FileLists lists = ComputeFileLists(ops);
+  for (const std::string& f : lists.modified_files) {
+    EXPECT_NE(r->find("`" + f + "`"), std::string::npos) << f;
+  }
+  int64_t in = 0;
+  for (const Message& m : msgs) in += EstimateMessageTokens(m);
+  int64_t out = EstimateTextTokens(*r);
+  std::cout << GetParam().golden << ": " << msgs.size() << " messages, " << in << " -> " << out
+            << " tokens (" << 100.0 * (1.0 - static_cast<double>(out) / static_cast<double>(in))
+            << "% reduction), " << secs * 1000 << " ms CPU\n";
+  // COMPACTOR_DUMP_SUMMARY=1 prints the summary for review.
+  if (std::getenv("COMPACTOR_DUMP_SUMMARY") != nullptr) std::cout << *r << "\n";
+  if (in > 20000) {
+    EXPECT_LE(out * 100, in * 15) << "less than 85% reduction";
+  }
+  for (const char* h :
+       {"## Goal", "## Constraints & Preferences", "### Done", "### In Progress", "### Blocked",
+        "## Key Decisions", "## Next Steps", "## Critical Context"}) {
+    EXPECT_NE(r->find(h), std::string::npos) << h;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, OfflineOnFixtures,
+    ::testing::Values(
+        Case{"pi/pi-written/2026-11-22T13-00-07-433Z_01a20357-ad88-7559-a493-dbe4f8f99015.jsonl",
+             "pi-written.leaf34bed9f6.k2000.full+serialized.json"},
+        Case{"pi/large-session.v3.jsonl", "large-session.v3.k20000.brief+serialized.json"},
+        Case{"pi/before-compaction.v3.jsonl",
+             "before-compaction.v3.k20000.brief+serialized.json"}));
+
+}  // namespace
+}  // namespace compactor

@@ -1,0 +1,508 @@
+// The offline summarizer on hand-built, realistic coding conversations with
+// planted facts: each must survive, revised ones must not appear as current.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "compactor/summarizer.h"
+#include "summarize/test_messages.h"
+
+namespace compactor {
+namespace {
+
+using summarize_test::Assistant;
+using summarize_test::Bash;
+using summarize_test::Call;
+using summarize_test::Text;
+using summarize_test::Thinking;
+using summarize_test::ToolResult;
+using summarize_test::User;
+
+// A file body of realistic size (what read tools return).
+std::string SourceFile(const std::string& name, int lines) {
+  std::string out;
+  for (int i = 1; i <= lines; ++i) {
+    out += std::to_string(i) + "\tlet value_" + std::to_string(i) + " = compute(&" + name +
+           "_state, " + std::to_string(i * 7) + "); // keep the parser streaming\n";
+  }
+  return out;
+}
+
+std::string Json(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+class Convo {
+ public:
+  std::vector<Message> messages;
+
+  void UserSays(const std::string& t) { messages.push_back(User(t)); }
+  void AssistantSays(const std::string& t) { messages.push_back(Assistant({Text(t)})); }
+  void Read(const std::string& path, const std::string& body) {
+    std::string id = NextId();
+    messages.push_back(Assistant({Call(id, "read", "{\"path\":" + Json(path) + "}")}));
+    messages.push_back(ToolResult(id, "read", body));
+  }
+  void Write(const std::string& path, const std::string& content) {
+    std::string id = NextId();
+    messages.push_back(Assistant(
+        {Call(id, "write", "{\"path\":" + Json(path) + ",\"content\":" + Json(content) + "}")}));
+    messages.push_back(ToolResult(
+        id, "write", "Successfully wrote " + std::to_string(content.size()) + " bytes to " + path));
+  }
+  void Edit(const std::string& path, const std::string& old_text, const std::string& new_text,
+            const std::string& thought = "") {
+    std::string id = NextId();
+    std::vector<ContentBlock> blocks;
+    if (!thought.empty()) blocks.push_back(Text(thought));
+    blocks.push_back(Call(id, "edit",
+                          "{\"path\":" + Json(path) + ",\"oldText\":" + Json(old_text) +
+                              ",\"newText\":" + Json(new_text) + "}"));
+    messages.push_back(Assistant(std::move(blocks)));
+    messages.push_back(ToolResult(id, "edit", "Successfully replaced text in " + path + "."));
+  }
+  void Run(const std::string& command, const std::string& output, int exit_code) {
+    std::string id = NextId();
+    messages.push_back(
+        Assistant({Thinking("Run it."), Call(id, "bash", "{\"command\":" + Json(command) + "}")}));
+    std::string text = output;
+    if (exit_code != 0) text += "\n\nCommand exited with code " + std::to_string(exit_code);
+    messages.push_back(ToolResult(id, "bash", text, exit_code != 0));
+  }
+
+ private:
+  std::string NextId() { return "toolu_" + std::to_string(++n_); }
+  int n_ = 0;
+};
+
+std::string CargoNoise(int lines) {
+  std::string out;
+  for (int i = 0; i < lines; ++i) {
+    out += "   Compiling dep-crate-" + std::to_string(i) + " v0." + std::to_string(i % 9) + ".3\n";
+  }
+  return out;
+}
+
+// First half: goal, constraints, a decision, the build error and its fix, a
+// preference that the second half revises.
+void FirstHalf(Convo& c) {
+  c.UserSays(
+      "I'm building a CLI tool called logstat in Rust that parses nginx access logs and prints "
+      "per-endpoint latency percentiles (p50, p95, p99).\n\nRequirements:\n"
+      "- It must not use any async runtime.\n"
+      "- Always keep the public API in src/lib.rs stable.\n"
+      "- Prefer clap v4 for argument parsing.\n"
+      "- Don't add dependencies beyond clap and serde without asking.");
+  c.AssistantSays("Let me look at the current state of the crate first.");
+  c.Read("Cargo.toml", "[package]\nname = \"logstat\"\nversion = \"0.1.0\"\n" + CargoNoise(20));
+  c.Read("src/main.rs", SourceFile("main", 300));
+  c.Read("src/lib.rs", SourceFile("lib", 200));
+  c.AssistantSays(
+      "I'll use a streaming line parser instead of loading the whole file because access logs "
+      "can be several gigabytes. I decided to use a HashMap for the endpoint buckets because "
+      "insertion order does not matter for the percentiles.");
+  c.Write("src/parser.rs", SourceFile("parser", 120));
+  c.Edit("src/main.rs", "fn main() {}", "fn main() { logstat::run() }");
+  c.Run("cargo build",
+        CargoNoise(60) +
+            "error[E0425]: cannot find value `line_no` in this scope\n"
+            "  --> src/parser.rs:42:17\n",
+        101);
+  c.Edit("src/parser.rs", "line_no", "line_number", "The variable is called line_number.");
+  c.Run("cargo build", CargoNoise(60) + "    Finished dev [unoptimized + debuginfo] target(s)", 0);
+  c.UserSays("Use tabs for indentation in the generated report.");
+  c.Write("src/report.rs", SourceFile("report", 150));
+  c.Run("cargo test",
+        CargoNoise(30) +
+            "test parser::tests::parses_quoted_referrer ... FAILED\n"
+            "thread 'parser::tests::parses_quoted_referrer' panicked at 'assertion failed: "
+            "left == right', src/parser.rs:88:9\n"
+            "test result: FAILED. 12 passed; 2 failed; 0 ignored\n",
+        101);
+}
+
+// Second half: the revisions, the fix, a new feature, an unresolved failure,
+// and the stated next step.
+void SecondHalf(Convo& c) {
+  c.Edit("src/parser.rs", "split(' ')", "split_quoted()", "Quoted referrers contain spaces.");
+  c.Run("cargo test", CargoNoise(30) + "test result: ok. 14 passed; 0 failed; 0 ignored", 0);
+  c.UserSays("Actually, use spaces instead of tabs in the report, 4 of them.");
+  c.Edit("src/report.rs", "\t", "    ");
+  c.AssistantSays(
+      "Switching to a BTreeMap instead of the HashMap because the report must be sorted by "
+      "endpoint.");
+  c.Edit("src/report.rs", "HashMap<String, Bucket>", "BTreeMap<String, Bucket>");
+  c.UserSays(
+      "Also add a --json flag. The JSON output must be valid JSON Lines, one object per "
+      "endpoint.");
+  c.Edit("src/main.rs", "struct Args {", "struct Args {\n    #[arg(long)]\n    json: bool,");
+  c.Write("src/json_out.rs", SourceFile("json_out", 80));
+  c.Run("cargo clippy -- -D warnings",
+        CargoNoise(40) +
+            "error: this `if` has identical blocks\n   --> src/json_out.rs:31:5\n"
+            "error: could not compile `logstat` due to previous error\n",
+        101);
+  c.AssistantSays(
+      "The --json flag works. Next, I'll fix the clippy warning about identical blocks in "
+      "src/json_out.rs and then add an integration test for --json in tests/cli.rs.");
+}
+
+// CPU time of this thread: the machine is shared, wall time says more about
+// the neighbours than about the code.
+double ThreadSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string Summarize(const std::vector<Message>& messages, const std::string& previous = "") {
+  auto s = NewOfflineSummarizer();
+  SummaryRequest req;
+  req.messages = messages;
+  req.previous_summary = previous;
+  auto r = s->Summarize(req);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : "";
+}
+
+int64_t InputTokens(const std::vector<Message>& messages) {
+  int64_t chars = 0;
+  for (const Message& m : messages) {
+    chars += static_cast<int64_t>(m.content_string.size());
+    for (const ContentBlock& b : m.content) chars += b.text.size() + b.arguments_json.size();
+  }
+  return chars / 4;
+}
+
+bool Has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+// The whole line holding `needle` ("" when absent).
+std::string LineWith(const std::string& text, const std::string& needle) {
+  size_t p = text.find(needle);
+  if (p == std::string::npos) return "";
+  size_t b = text.rfind('\n', p);
+  b = b == std::string::npos ? 0 : b + 1;
+  size_t e = text.find('\n', p);
+  return text.substr(b, e == std::string::npos ? std::string::npos : e - b);
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The text of one "## " section (up to the next "## ").
+std::string Section(const std::string& text, const std::string& heading) {
+  size_t p = text.find(heading + "\n");
+  if (p == std::string::npos) return "";
+  size_t e = text.find("\n## ", p + heading.size());
+  return text.substr(p, e == std::string::npos ? std::string::npos : e - p);
+}
+
+void ExpectPlantedFacts(const std::string& s) {
+  SCOPED_TRACE(s);
+  // Goal.
+  EXPECT_TRUE(Has(Section(s, "## Goal"), "logstat"));
+  EXPECT_TRUE(Has(Section(s, "## Goal"), "latency percentiles"));
+  // Every constraint, the revised one in its latest form only.
+  std::string constraints = Section(s, "## Constraints & Preferences");
+  EXPECT_TRUE(Has(constraints, "It must not use any async runtime."));
+  EXPECT_TRUE(Has(constraints, "Always keep the public API in src/lib.rs stable."));
+  EXPECT_TRUE(Has(constraints, "Prefer clap v4 for argument parsing."));
+  EXPECT_TRUE(Has(constraints, "Don't add dependencies beyond clap and serde without asking."));
+  EXPECT_TRUE(Has(constraints, "use spaces instead of tabs in the report"));
+  EXPECT_TRUE(Has(constraints, "must be valid JSON Lines"));
+  EXPECT_FALSE(Has(s, "Use tabs for indentation")) << "superseded preference shown";
+  // Every modified file; read-only files.
+  for (const char* f : {"src/parser.rs", "src/main.rs", "src/report.rs", "src/json_out.rs"}) {
+    EXPECT_TRUE(Has(Section(s, "## Progress"), std::string("`") + f + "`")) << f;
+  }
+  EXPECT_TRUE(Has(s, "`Cargo.toml`"));
+  EXPECT_TRUE(Has(s, "`src/lib.rs`"));
+  // Commands with outcomes.
+  EXPECT_TRUE(Has(s, "`cargo build`"));
+  EXPECT_TRUE(Has(s, "`cargo test`"));
+  EXPECT_TRUE(Has(s, "14 passed; 0 failed"));
+  EXPECT_TRUE(Has(s, "`cargo clippy -- -D warnings` (exit 101)"));
+  // Errors and whether they were fixed.
+  std::string critical = Section(s, "## Critical Context");
+  EXPECT_TRUE(Has(LineWith(critical, "cannot find value `line_no` in this scope"), "-> resolved"));
+  EXPECT_TRUE(EndsWith(LineWith(critical, "this `if` has identical blocks"), "-> NOT resolved"));
+  EXPECT_TRUE(Has(LineWith(critical, "parses_quoted_referrer"), "-> resolved"));
+  EXPECT_TRUE(Has(Section(s, "## Progress"), "identical blocks"));    // Blocked
+  EXPECT_FALSE(Has(Section(s, "## Progress"), "cannot find value"));  // fixed: not blocked
+  // Decisions with reasons; the revised one is gone.
+  std::string decisions = Section(s, "## Key Decisions");
+  EXPECT_TRUE(Has(decisions, "streaming line parser"));
+  EXPECT_TRUE(Has(decisions, "because access logs can be several gigabytes"));
+  EXPECT_TRUE(Has(decisions, "BTreeMap"));
+  EXPECT_TRUE(Has(decisions, "because the report must be sorted by endpoint"));
+  EXPECT_FALSE(Has(s, "use a HashMap for the endpoint buckets")) << "superseded decision shown";
+  // The next step.
+  std::string next = Section(s, "## Next Steps");
+  EXPECT_TRUE(Has(next, "fix the clippy warning"));
+  EXPECT_TRUE(Has(next, "integration test for --json in tests/cli.rs"));
+}
+
+TEST(OfflineSummarizer, KeepsPlantedFactsOfAWholeSession) {
+  Convo c;
+  FirstHalf(c);
+  SecondHalf(c);
+  std::string s = Summarize(c.messages);
+  ExpectPlantedFacts(s);
+  // The sections appear in the documented order.
+  size_t last = 0;
+  for (const char* h :
+       {"## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
+        "### Blocked", "## Key Decisions", "## Next Steps", "## Critical Context"}) {
+    size_t p = s.find(h);
+    ASSERT_NE(p, std::string::npos) << h;
+    EXPECT_GT(p + 1, last) << h;
+    last = p;
+  }
+  // >= 85% token reduction of the summarized part.
+  int64_t in = InputTokens(c.messages);
+  int64_t out = EstimateTextTokens(s);
+  EXPECT_LE(out * 100, in * 15) << out << " summary tokens for " << in << " input tokens";
+}
+
+TEST(OfflineSummarizer, UpdateMergesPreviousSummaryAndAppliesRevisions) {
+  Convo first;
+  FirstHalf(first);
+  std::string s1 = Summarize(first.messages);
+  EXPECT_TRUE(Has(s1, "Use tabs for indentation"));  // current at that point
+  EXPECT_TRUE(Has(s1, "12 passed; 2 failed"));
+  EXPECT_TRUE(EndsWith(LineWith(Section(s1, "## Critical Context"), "parses_quoted_referrer"),
+                       "-> NOT resolved"));
+
+  Convo second;
+  SecondHalf(second);
+  std::string s2 = Summarize(second.messages, s1);
+  ExpectPlantedFacts(s2);
+  // The test failure of the first half was fixed in the second.
+  EXPECT_FALSE(Has(Section(s2, "## Progress"), "parses_quoted_referrer"));
+}
+
+TEST(OfflineSummarizer, ChainedUpdatesDoNotGrowWithoutBound) {
+  std::string summary;
+  std::vector<size_t> sizes;
+  for (int round = 0; round < 6; ++round) {
+    Convo c;
+    FirstHalf(c);
+    SecondHalf(c);
+    summary = Summarize(c.messages, summary);
+    sizes.push_back(summary.size());
+  }
+  // Repeated material is merged, not stacked.
+  EXPECT_LT(sizes.back(), sizes.front() * 2) << sizes.front() << " -> " << sizes.back();
+}
+
+TEST(OfflineSummarizer, IsDeterministic) {
+  Convo c;
+  FirstHalf(c);
+  SecondHalf(c);
+  std::string a = Summarize(c.messages);
+  std::string b = Summarize(c.messages);
+  EXPECT_EQ(a, b);
+  auto other = NewOfflineSummarizer();
+  SummaryRequest req;
+  req.messages = c.messages;
+  EXPECT_EQ(*other->Summarize(req), a);
+}
+
+TEST(OfflineSummarizer, NeverSummarizesNothing) {
+  auto s = NewOfflineSummarizer();
+  SummaryRequest req;
+  auto empty = s->Summarize(req);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kFailedPrecondition);
+
+  // Messages that serialize to nothing count as nothing.
+  Message excluded = Bash("secret", "x", 0);
+  excluded.exclude_from_context = true;
+  std::vector<Message> unreadable = {User(""), Assistant({}), excluded};
+  req.messages = unreadable;
+  auto r = s->Summarize(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+
+  // Even with a previous summary, an update with no new messages is refused:
+  // the caller reuses the previous summary instead of calling a summarizer.
+  req.previous_summary = "## Goal\nx";
+  EXPECT_EQ(s->Summarize(req).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(BuildSummaryPrompt(req).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(OfflineSummarizer, CancellationStopsIt) {
+  Convo c;
+  FirstHalf(c);
+  auto s = NewOfflineSummarizer();
+  SummaryRequest req;
+  req.messages = c.messages;
+  req.is_cancelled = [] { return true; };
+  EXPECT_EQ(s->Summarize(req).status().code(), StatusCode::kCancelled);
+}
+
+TEST(OfflineSummarizer, UserShellCommandsAndPendingQuestion) {
+  std::vector<Message> msgs = {
+      User("Please make the integration tests pass."),
+      Bash("make test", "FAILED tests/test_api.py::test_login - KeyError: 'token'\n", 2),
+      Assistant({Text("The login handler does not return a token.")}),
+      User("Why does the staging deploy use port 8080? It should use port 9090."),
+  };
+  std::string s = Summarize(msgs);
+  SCOPED_TRACE(s);
+  EXPECT_TRUE(Has(s, "`make test` (exit 2)"));
+  EXPECT_TRUE(Has(s, "KeyError: 'token'"));
+  EXPECT_TRUE(Has(Section(s, "## Next Steps"), "Answer the user's latest message"));
+  EXPECT_TRUE(Has(Section(s, "## Next Steps"), "port 9090"));
+  EXPECT_TRUE(Has(Section(s, "## Constraints & Preferences"), "It should use port 9090."));
+}
+
+TEST(OfflineSummarizer, RestatedValueReplacesTheOldOne) {
+  std::vector<Message> msgs = {
+      User("Set up the dev server. The API server must listen on port 8080 in development."),
+      Assistant({Text("Configured.")}),
+      User("Change of plan: the API server must listen on port 9090 in development."),
+      Assistant({Text("Updated the port.")}),
+  };
+  std::string s = Summarize(msgs);
+  SCOPED_TRACE(s);
+  EXPECT_TRUE(Has(s, "port 9090"));
+  EXPECT_FALSE(Has(s, "port 8080"));
+}
+
+TEST(OfflineSummarizer, KindsUseTheirOwnSections) {
+  Convo c;
+  FirstHalf(c);
+  SecondHalf(c);
+  auto s = NewOfflineSummarizer();
+  SummaryRequest req;
+  req.messages = c.messages;
+
+  req.kind = SummaryKind::kTurnPrefix;
+  std::string prefix = *s->Summarize(req);
+  EXPECT_TRUE(Has(prefix, "## Original Request"));
+  EXPECT_TRUE(Has(prefix, "## Early Progress"));
+  EXPECT_TRUE(Has(prefix, "## Context for Suffix"));
+  EXPECT_FALSE(Has(prefix, "## Goal"));
+
+  req.kind = SummaryKind::kBranch;
+  std::string branch = *s->Summarize(req);
+  EXPECT_TRUE(Has(branch, "## Goal"));
+  EXPECT_TRUE(Has(branch, "## Next Steps"));
+  EXPECT_FALSE(Has(branch, "## Critical Context"));
+
+  req.kind = SummaryKind::kHandoff;
+  std::string handoff = *s->Summarize(req);
+  EXPECT_TRUE(Has(handoff, "### Pending"));
+  EXPECT_TRUE(Has(handoff, "## Critical Context"));
+
+  req.kind = SummaryKind::kShort;
+  std::string short_summary = *s->Summarize(req);
+  EXPECT_EQ(short_summary.rfind("I changed ", 0), 0u) << short_summary;
+  EXPECT_TRUE(Has(short_summary, "`src/parser.rs`"));
+  EXPECT_TRUE(Has(short_summary, "identical blocks"));
+  EXPECT_LT(short_summary.size(), 1300u);
+}
+
+TEST(OfflineSummarizer, OutputRespectsMaxOutputTokens) {
+  Convo c;
+  for (int i = 0; i < 40; ++i) {
+    FirstHalf(c);
+    SecondHalf(c);
+  }
+  auto s = NewOfflineSummarizer();
+  SummaryRequest req;
+  req.messages = c.messages;
+  req.max_output_tokens = 300;
+  auto r = s->Summarize(req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_LE(static_cast<int64_t>(r->size()), 300 * 4);
+  EXPECT_TRUE(Has(*r, "## Goal"));
+}
+
+TEST(OfflineSummarizer, FastOnALargeSummarizedPart) {
+  // About 50 MB of messages: must summarize well under 0.3 s.
+  Convo c;
+  while (true) {
+    FirstHalf(c);
+    SecondHalf(c);
+    int64_t bytes = 0;
+    for (const Message& m : c.messages) {
+      bytes += static_cast<int64_t>(m.content_string.size());
+      for (const ContentBlock& b : m.content) bytes += b.text.size() + b.arguments_json.size();
+    }
+    if (bytes > 50LL * 1024 * 1024) break;
+  }
+  auto s = NewOfflineSummarizer();
+  SummaryRequest req;
+  req.messages = c.messages;
+  double t0 = ThreadSeconds();
+  auto r = s->Summarize(req);
+  double secs = ThreadSeconds() - t0;
+  ASSERT_TRUE(r.ok());
+  RecordProperty("seconds", std::to_string(secs));
+  std::cout << "offline summary of " << c.messages.size() << " messages: " << secs << " s, "
+            << r->size() << " bytes\n";
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "timing not meaningful under sanitizers";
+#else
+  EXPECT_LT(secs, 0.3);
+#endif
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+TEST(OfflineSummarizer, UpdateReadsAnLlmWrittenPreviousSummary) {
+  const std::string previous =
+      "# Context Checkpoint\n\n## Goal\nPort the parser to Rust.\n\n## User Preferences\n"
+      "- Keep the old C parser building until the port is done\n\n## Layout\n```\nsrc/\n"
+      "├── a.rs   # same\n├── b.rs   # same\n```\n\n## Next Steps\n1. Port the lexer\n\n"
+      "<read-files>\nold/read.c\n</read-files>\n\n<modified-files>\nold/mod.c\n</modified-files>";
+  std::vector<Message> msgs = {
+      User("Now port the lexer as planned."),
+      Assistant({Call("c1", "edit", R"({"path":"src/lexer.rs","oldText":"a","newText":"b"})")}),
+      ToolResult("c1", "edit", "Successfully replaced text in src/lexer.rs."),
+  };
+  SummaryRequest req;
+  req.messages = msgs;
+  req.previous_summary = previous;
+  auto s = NewOfflineSummarizer()->Summarize(req);
+  ASSERT_TRUE(s.ok());
+  SCOPED_TRACE(*s);
+  EXPECT_TRUE(Has(Section(*s, "## Goal"), "Port the parser to Rust."));
+  EXPECT_TRUE(Has(Section(*s, "## Constraints & Preferences"),
+                  "Keep the old C parser building until the port is done"));
+  // The fenced block survives whole (both "# same" lines), the title does not.
+  EXPECT_TRUE(Has(*s, "```\nsrc/\n├── a.rs   # same\n├── b.rs   # same\n```"));
+  EXPECT_FALSE(Has(*s, "Context Checkpoint"));
+  // The old footer is not carried as text (the caller appends a fresh one).
+  EXPECT_FALSE(Has(*s, "<read-files>"));
+  EXPECT_TRUE(Has(Section(*s, "## Progress"), "`src/lexer.rs`"));
+}
+
+}  // namespace
+}  // namespace compactor
