@@ -15,6 +15,7 @@ void RegisterCompact(CLI::App& app);
 void RegisterBranch(CLI::App& app);
 void RegisterPlan(CLI::App& app);
 void RegisterPrune(CLI::App& app);
+void RegisterEval(CLI::App& app);
 
 }  // namespace compactor::cli
 

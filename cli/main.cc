@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   RegisterBranch(app);
   RegisterPlan(app);
   RegisterPrune(app);
+  RegisterEval(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
