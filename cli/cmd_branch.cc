@@ -20,6 +20,7 @@ struct BranchArgs {
   int64_t context_window = 128000;
   int64_t reserve_tokens = 16384;
   std::string summarizer = "offline";
+  std::string settings_file;
   bool dry_run = false;
   bool json = false;
 };
@@ -42,16 +43,20 @@ void RegisterBranch(CLI::App& app) {
   cmd->add_option("--context-window", args->context_window,
                   "the summarizer's window; the branch must fit window - reserve (default 128000)");
   cmd->add_option("--reserve-tokens", args->reserve_tokens, "default 16384");
-  cmd->add_option("--summarizer", args->summarizer, "offline (default)");
+  cmd->add_option("--summarizer", args->summarizer,
+                  "offline (default) or a model name from the settings file's \"models\"");
+  cmd->add_option("--settings", args->settings_file,
+                  "settings file defining the models (docs/providers.md)");
   cmd->add_flag("--dry-run", args->dry_run, "compute and print, write nothing");
   cmd->add_flag("--json", args->json, "print the result as one JSON object");
   cmd->callback([args] {
-    if (args->summarizer != "offline") {
-      ExitCode() = Fail(Status::InvalidArgument("unknown summarizer \"" + args->summarizer +
-                                                "\" (available: offline)"));
+    auto summarizer = MakeSummarizer(args->summarizer, args->settings_file, args->reserve_tokens);
+    if (!summarizer.ok()) {
+      ExitCode() = Fail(summarizer.status());
       return;
     }
     BranchOptions o;
+    o.summarizer = summarizer->get();
     o.target_id = args->to;
     if (!args->from.empty()) o.from_leaf = args->from;
     o.summarize = args->summarize;

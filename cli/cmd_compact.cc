@@ -68,7 +68,9 @@ void RegisterCompact(CLI::App& app) {
   AddSettingsArgs(cmd, &args->settings);
   cmd->add_option("--strategy", args->strategy,
                   "summary (default), user-prompts, notes, handoff, mask");
-  cmd->add_option("--summarizer", args->summarizer, "offline (default: embedded, no network)");
+  cmd->add_option("--summarizer", args->summarizer,
+                  "offline (default: embedded, no network) or a model name from the settings "
+                  "file's \"models\"");
   cmd->add_option("--instructions", args->instructions, "extra focus for the summary");
   cmd->add_option("--leaf", args->leaf, "compact the branch ending at this entry id");
   cmd->add_option("--notes", args->notes,
@@ -95,11 +97,13 @@ void RegisterCompact(CLI::App& app) {
       }
       o.strategy = *s;
     }
-    if (args->summarizer != "offline") {
-      ExitCode() = Fail(Status::InvalidArgument("unknown summarizer \"" + args->summarizer +
-                                                "\" (available: offline)"));
+    auto summarizer =
+        MakeSummarizer(args->summarizer, args->settings.settings_file, o.settings.reserve_tokens);
+    if (!summarizer.ok()) {
+      ExitCode() = Fail(summarizer.status());
       return;
     }
+    o.summarizer = summarizer->get();
     o.instructions = args->instructions;
     if (!args->leaf.empty()) o.leaf_id = args->leaf;
     o.notes_path = args->notes;

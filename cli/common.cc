@@ -3,6 +3,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "compactor/llm_summarizer.h"
+#include "compactor/providers.h"
+
 namespace compactor::cli {
 
 void AddSessionArgs(CLI::App* cmd, SessionArgs* args) {
@@ -72,6 +78,30 @@ Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
   if (!args.tokenizer.empty()) s.tokenizer = args.tokenizer;
   RETURN_IF_ERROR(ValidateSettings(s));
   return s;
+}
+
+Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
+                                                   const std::string& settings_file,
+                                                   int64_t reserve_tokens) {
+  if (name.empty() || name == "offline") return NewOfflineSummarizer();
+  if (settings_file.empty()) {
+    return Status::InvalidArgument(
+        "--summarizer " + name +
+        " names a model: give the settings file that defines it (--settings FILE)");
+  }
+  std::ifstream in(settings_file, std::ios::binary);
+  if (!in) return Status::NotFound(settings_file + ": cannot read the settings file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string text = buf.str();
+  ASSIGN_OR_RETURN(std::vector<ModelConfig> models, ParseModelConfigs(text));
+  auto candidates = ResolveCandidates(models, name);
+  if (!candidates.ok())
+    return Status::InvalidArgument(settings_file + ": " + candidates.status().message());
+  LlmSummarizerOptions o;
+  o.candidates = std::move(candidates).value();
+  o.reserve_tokens = reserve_tokens;
+  return NewLlmSummarizer(std::move(o));
 }
 
 int Fail(const Status& s) {

@@ -14,6 +14,7 @@
 #include "compactor/session.h"
 #include "compactor/settings.h"
 #include "compactor/status.h"
+#include "compactor/summarizer.h"
 
 namespace compactor::cli {
 
@@ -49,6 +50,12 @@ struct SettingsArgs {
 void AddSettingsArgs(CLI::App* cmd, SettingsArgs* args);
 // Loads the file (warnings on stderr), applies the overrides, validates.
 Result<CompactionSettings> ResolveSettings(const SettingsArgs& args);
+
+// The summarizer named on the command line: "offline" (embedded), or a model
+// of the settings file's "models" object (docs/providers.md).
+Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
+                                                   const std::string& settings_file,
+                                                   int64_t reserve_tokens);
 
 // Prints "compactor: <message>" on stderr and returns the exit code for `s`.
 int Fail(const Status& s);

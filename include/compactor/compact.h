@@ -19,6 +19,7 @@
 #include "compactor/context.h"
 #include "compactor/message.h"
 #include "compactor/prepare.h"
+#include "compactor/prune.h"
 #include "compactor/session.h"
 #include "compactor/settings.h"
 #include "compactor/status.h"
@@ -158,6 +159,8 @@ struct CompactOptions {
   std::function<int64_t()> now_ms;
   // Reproduce pi 0.73.1's preparation quirks (conformance checks only).
   bool pi_quirks = false;
+  // mask: which tool outputs stay verbatim.
+  MaskOptions mask;
 };
 
 struct CompactionResult {
@@ -195,6 +198,7 @@ struct ComputedCompaction {
   CompactionResult result;
   std::string handoff_jsonl;
   std::string rewritten_jsonl;
+  std::optional<RewritePlan> rewrite_plan;  // mask: what CompactFile writes
 };
 Result<ComputedCompaction> ComputeCompaction(const Session& session, const CompactOptions& options);
 

@@ -591,6 +591,44 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
   return out;
 }
 
+// --- mask ------------------------------------------------------------------
+
+Result<ComputedCompaction> ComputeMask(const Session& session, const CompactOptions& o) {
+  ComputedCompaction out;
+  CompactionResult& r = out.result;
+  r.strategy = Strategy::kMask;
+  ContextOptions co;
+  co.leaf_id = o.leaf_id;
+  ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
+  ASSIGN_OR_RETURN(TokenCounter counter, TokenCounter::FromName(o.settings.tokenizer));
+  ContextEstimate est = EstimateContextTokens(ctx.messages, counter);
+  r.tokens_before = est.tokens;
+  std::string why;
+  ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
+  if (below) {
+    r.skipped_reason = "below threshold: " + why;
+    return out;
+  }
+  std::optional<size_t> leaf = o.leaf_id ? session.Find(*o.leaf_id) : session.Leaf();
+  ApplyOptions apply;
+  apply.now_ms = [&o] { return NowMs(o); };
+  ASSIGN_OR_RETURN(MaskResult m, MaskObservations(session, leaf, o.mask, apply));
+  if (m.plan.outputs.empty()) {
+    r.skipped_reason = m.plan.skipped_reason.empty() ? "nothing to mask" : m.plan.skipped_reason;
+    return out;
+  }
+  r.masked_outputs = m.plan.outputs.size();
+  r.messages_summarized = 0;
+  r.summarized_tokens = m.plan.tokens_saved;
+  // Provider usage predates the masking; measure the rebuilt context instead.
+  r.tokens_after = est.heuristic_sum - m.plan.tokens_saved;
+  r.compacted = true;
+  out.rewritten_jsonl = std::move(m.rewritten);
+  out.rewrite_plan = std::move(m.plan);
+  CheckEffective(o, &r);
+  return out;
+}
+
 }  // namespace
 
 Result<ComputedCompaction> ComputeCompaction(const Session& session, const CompactOptions& o) {
@@ -633,7 +671,7 @@ Result<ComputedCompaction> ComputeCompaction(const Session& session, const Compa
         out = ComputeHandoff(session, o, *summarizer);
         break;
       case Strategy::kMask:
-        out = Status::Unsupported("the mask strategy is not part of this build yet");
+        out = ComputeMask(session, o);
         break;
     }
   }
@@ -660,10 +698,16 @@ Result<CompactionResult> CompactFile(const std::string& path, const CompactOptio
       RETURN_IF_ERROR(
           WriteFileAtomic(r.output_path, c.handoff_jsonl, RewriteOptions{false, ".bak"}));
       break;
-    case Strategy::kMask:
-      RETURN_IF_ERROR(WriteFileAtomic(path, c.rewritten_jsonl));
-      r.output_path = path;
+    case Strategy::kMask: {
+      // Rewrites only the masked lines of the bytes on disk, refusing if an
+      // agent appended meanwhile; the old file is kept as FILE.bak.
+      WriteRewrittenOptions w;
+      w.now_ms = o.now_ms;
+      ASSIGN_OR_RETURN(WriteRewrittenResult written,
+                       WriteRewrittenSession(*session, path, *c.rewrite_plan, w));
+      r.output_path = written.output_path;
       break;
+    }
     default:
       RETURN_IF_ERROR(AppendLines(path, {r.entry_json}));
   }

@@ -166,6 +166,8 @@ class Reader {
         RETURN_IF_ERROR(Pruning(v, path));
       } else if (key == "compaction" && prefix.empty()) {
         continue;  // handled by the caller
+      } else if (key == "models" && prefix.empty()) {
+        continue;  // summarizer models: ParseModelConfigs (providers.h)
       } else if (!lenient) {
         Warn(fmt::format("unknown key \"{}\" (ignored)", path));
       }

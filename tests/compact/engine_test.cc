@@ -299,6 +299,31 @@ TEST(Engine, HandoffWritesANewSessionAndLeavesTheOldOne) {
   EXPECT_NE(std::string(ctx->messages[0].json()).find("<handoff-context>"), std::string::npos);
 }
 
+TEST(Engine, MaskRewritesOldToolOutputsInPlace) {
+  TempDir d;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  std::string before = ReadFileOrDie(path);
+  CompactOptions o = Options(nullptr);
+  o.strategy = Strategy::kMask;
+  o.dry_run = true;
+  auto dry = CompactFile(path, o);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  EXPECT_TRUE(dry->compacted);
+  EXPECT_EQ(ReadFileOrDie(path), before);
+  o.dry_run = false;
+  auto r = CompactFile(path, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->masked_outputs, 10u);  // 20 results, the newest 10 kept
+  EXPECT_LT(r->tokens_after, 20 * 500 / 2 + 2000);
+  EXPECT_EQ(ReadFileOrDie(path + ".bak"), before);
+  auto s = Session::Open(path);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->size(), 80u);  // rewritten in place, nothing appended
+  auto again = CompactFile(path, o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->compacted);  // masked outputs count as already pruned
+}
+
 TEST(Engine, ParseStrategyNames) {
   EXPECT_EQ(*ParseStrategy("context-full"), Strategy::kSummary);
   EXPECT_EQ(*ParseStrategy("user-prompts"), Strategy::kUserPrompts);
@@ -339,6 +364,44 @@ TEST(EngineOracle, PiLoadsCompactedFilesAndBuildsTheSameContext) {
     EXPECT_EQ(oj["messages"], pj["contextMessages"]) << StrategyName(st);
     EXPECT_EQ(oj["leafId"], pj["leafId"]);
   }
+}
+
+}  // namespace
+}  // namespace compactor
+
+#include "support/fake_llm_server.h"
+
+namespace compactor {
+namespace {
+
+// `compact --summarizer MODEL` sends the summary request to the configured
+// endpoint (a fake OpenAI-compatible server on 127.0.0.1) and stores its reply.
+TEST(EngineCli, CompactWithAConfiguredModel) {
+  testing::FakeLlmServer server;
+  ASSERT_TRUE(server.Start());
+  server.Push(
+      testing::FakeReply(200, testing::FakeLlmServer::ChatReply("## Goal\nModel-written summary")));
+  server.Push(testing::FakeReply(200, testing::FakeLlmServer::ChatReply("turn prefix summary")));
+  TempDir d;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  std::string settings = d.Write(
+      "settings.json",
+      R"({"keepRecentTokens": 2000, "models": {"local": {"provider": "openai-chat", "baseUrl": ")" +
+          server.base_url() + R"(", "model": "qwen", "contextWindow": 32768}}})");
+  auto r =
+      testing::RunCli({"compact", path, "--summarizer", "local", "--settings", settings, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["compacted"].get<bool>());
+  EXPECT_NE(j["summary"].get<std::string>().find("Model-written summary"), std::string::npos);
+  ASSERT_GE(server.request_count(), 1u);
+  auto body = nlohmann::json::parse(server.requests()[0].body);
+  EXPECT_EQ(body["model"], "qwen");
+  auto unknown = testing::RunCli({"compact", path, "--summarizer", "nope", "--settings", settings});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("nope"), std::string::npos);
+  auto no_settings = testing::RunCli({"compact", path, "--summarizer", "local"});
+  EXPECT_EQ(no_settings.exit_code, 2);
 }
 
 }  // namespace
