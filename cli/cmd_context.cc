@@ -31,19 +31,7 @@ void PrintContextJson(const SessionContext& ctx) {
     if (i) Print(",");
     Print(ctx.messages[i].json());
   }
-  std::string tail = "],\"thinkingLevel\":";
-  AppendJsString(tail, ctx.thinking_level);
-  tail += ",\"model\":";
-  if (ctx.model) {
-    tail += "{\"provider\":";
-    AppendJsString(tail, ctx.model->provider);
-    tail += ",\"modelId\":";
-    AppendJsString(tail, ctx.model->model_id);
-    tail += "}";
-  } else {
-    tail += "null";
-  }
-  tail += "}\n";
+  std::string tail = ContextJsonTail(ctx) + "\n";
   Print(tail);
 }
 

@@ -72,6 +72,8 @@ std::string PlanJson(const PrepareResult& r) {
 
 std::string N(double v) { return JsNumber(v); }
 
+std::string Messages(size_t n) { return fmt::format("{} message{}", n, n == 1 ? "" : "s"); }
+
 // A short description of the entry at `path_index` ("entry 3158027b (assistant)").
 std::string Describe(const Session& s, const SessionContext& ctx, size_t path_index) {
   const Entry& e = s.entry(ctx.path[path_index]);
@@ -87,10 +89,10 @@ std::string PlanWords(const Session& s, const PrepareResult& r) {
                      ctx.leaf_id.value_or("(none)"), ctx.path.size(), ctx.messages.size());
   if (est.last_usage_index) {
     out += fmt::format(
-        "Context size: {} tokens (last reported usage {} + {} estimated for the {} messages after "
-        "it); the chars/4 estimate of all messages is {}.\n",
+        "Context size: {} tokens (last reported usage {} + {} estimated for the {} after it); "
+        "the chars/4 estimate of all messages is {}.\n",
         N(est.tokens), N(est.usage_tokens), est.trailing_tokens,
-        ctx.messages.size() - *est.last_usage_index - 1, est.heuristic_sum);
+        Messages(ctx.messages.size() - *est.last_usage_index - 1), est.heuristic_sum);
   } else {
     out += fmt::format(
         "Context size: {} tokens (chars/4 estimate; no assistant message reports usage).\n",
@@ -135,8 +137,8 @@ std::string PlanWords(const Session& s, const PrepareResult& r) {
         "resumes at what it kept ({}).\n",
         Describe(s, ctx, p.boundary_start_path_index));
   }
-  out += fmt::format("Would summarize: {} messages (~{} estimated tokens)",
-                     p.messages_to_summarize.size(), p.messages_to_summarize_tokens);
+  out += fmt::format("Would summarize: {} (~{} estimated tokens)",
+                     Messages(p.messages_to_summarize.size()), p.messages_to_summarize_tokens);
   if (!p.messages_to_summarize.empty()) {
     out += fmt::format(", from entry {} to entry {}",
                        s.entry(p.messages_to_summarize.front().entry_index).id,
@@ -150,8 +152,9 @@ std::string PlanWords(const Session& s, const PrepareResult& r) {
         Describe(s, ctx, *p.turn_start_path_index), p.turn_prefix_messages.size(),
         p.turn_prefix_tokens);
   }
-  out += fmt::format("Would keep verbatim: {} messages (~{} estimated tokens) from {} on.\n",
-                     p.kept_messages, p.kept_tokens, Describe(s, ctx, p.first_kept_path_index));
+  out += fmt::format("Would keep verbatim: {} (~{} estimated tokens) from {} on.\n",
+                     Messages(p.kept_messages), p.kept_tokens,
+                     Describe(s, ctx, p.first_kept_path_index));
   out += fmt::format("Tokens before: {}. Files: {} read, {} modified.\n", N(p.tokens_before),
                      p.file_lists.read_files.size(), p.file_lists.modified_files.size());
   auto list = [&out](std::string_view title, const std::vector<std::string>& files) {

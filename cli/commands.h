@@ -12,6 +12,7 @@ void RegisterTree(CLI::App& app);
 void RegisterTokens(CLI::App& app);
 void RegisterMigrate(CLI::App& app);
 void RegisterCompact(CLI::App& app);
+void RegisterBranch(CLI::App& app);
 void RegisterPlan(CLI::App& app);
 
 }  // namespace compactor::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   RegisterTokens(app);
   RegisterMigrate(app);
   RegisterCompact(app);
+  RegisterBranch(app);
   RegisterPlan(app);
   try {
     app.parse(argc, argv);

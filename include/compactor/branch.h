@@ -20,9 +20,9 @@ struct BranchOptions {
   std::string target_id;                 // REQUIRES: an entry of the session
   std::optional<std::string> from_leaf;  // the branch being left; default: the file's leaf
   bool summarize = false;                // write a summary of the abandoned branch
-  std::string instructions;              // extra focus (replaces the prompt with replace_instructions)
+  std::string instructions;  // extra focus (replaces the prompt with replace_instructions)
   bool replace_instructions = false;
-  std::string label;                     // optional label on the new position
+  std::string label;                       // optional label on the new position
   const Summarizer* summarizer = nullptr;  // nullptr = the offline summarizer
   // The summarized branch must fit (context_window - reserve_tokens) estimated tokens.
   int64_t context_window = 128000;
@@ -33,16 +33,16 @@ struct BranchOptions {
 };
 
 struct BranchResult {
-  bool noop = false;               // the target already is the leaf
+  bool noop = false;  // the target already is the leaf
   std::string old_leaf_id;
   std::string target_id;
   std::string common_ancestor_id;  // empty: the branches share no entry
-  std::string new_leaf_id;         // the leaf after navigation (the appended entry when one was written)
+  std::string new_leaf_id;  // the leaf after navigation (the appended entry when one was written)
   // When the target is a user or custom message, pi moves to its parent and
   // hands the text back for editing.
   std::string editor_text;
   std::vector<std::string> entries_summarized;  // ids, oldest first
-  std::string summary;                           // empty without --summarize
+  std::string summary;                          // empty without --summarize
   bool from_hook = false;
   std::vector<std::string> read_files, modified_files;
   std::vector<std::string> appended;  // JSON lines written (or that would be, with dry_run)

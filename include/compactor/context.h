@@ -34,12 +34,17 @@ struct ContextMessage {
 struct ModelRef {
   std::string provider;
   std::string model_id;
+  // False when the source entry lacked the field (pi then has undefined and
+  // the JSON object omits the key).
+  bool has_provider = true;
+  bool has_model_id = true;
 };
 
 struct SessionContext {
   std::optional<std::string> leaf_id;  // nullopt for an empty session
   std::vector<ContextMessage> messages;
   std::string thinking_level = "off";
+  bool thinking_level_set = true;  // false: the last change had no level (pi: undefined)
   std::optional<ModelRef> model;
   // Entry indices of the active path, root to leaf.
   std::vector<size_t> path;
@@ -66,6 +71,10 @@ Result<SessionContext> BuildSessionContext(const Session& session,
 // summarization feeds the summarizer. nullopt for entries that stand for no
 // message (settings, labels, custom state, empty branch summaries).
 std::optional<ContextMessage> EntryMessage(const Session& session, size_t index);
+
+// The tail of the contract object after the messages:
+// ],"thinkingLevel":...,"model":...} (shared by ContextToJson and streaming writers).
+std::string ContextJsonTail(const SessionContext& context);
 
 // Serializes a context as the CLI contract's JSON object:
 // {"leafId","messages","thinkingLevel","model"}.

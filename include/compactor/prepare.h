@@ -119,7 +119,8 @@ struct CompactionPreparation {
   std::optional<size_t> turn_start_path_index;
   bool is_split_turn = false;
   // Context messages of [boundary start, history end) and, for a split turn,
-  // of [turn start, first kept); compaction entries produce none.
+  // of [turn start, first kept); compaction entries produce none. Stored
+  // messages are views into the Session's bytes: keep the Session alive.
   std::vector<ContextMessage> messages_to_summarize;
   std::vector<ContextMessage> turn_prefix_messages;
   int64_t messages_to_summarize_tokens = 0;  // Σ estimate
@@ -151,9 +152,11 @@ Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOpt
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
                                         const PrepareOptions& options);
 
-// The light view of `path` used by the cut-point functions (estimates included).
+// The light view of `path` used by the cut-point functions. Token estimates are
+// computed from path index `from` on (entries before a compaction boundary are
+// never measured, and a long history would make this the slowest step).
 std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<size_t>& path,
-                                     const SessionContext& context);
+                                     const SessionContext& context, size_t from = 0);
 
 }  // namespace compactor
 

@@ -63,9 +63,13 @@ struct Entry {
   // branch_summary: fromId; label: targetId; session_info: name; thinking_level_change: level;
   // model_change: provider/modelId go into provider/model above.
   std::string from_id, target_id, label, name, thinking_level;
-  bool has_label = false;     // label entries: false when the label is absent (clears)
-  bool from_hook = false;     // compaction / branch_summary
-  bool summary_empty = true;  // branch_summary / compaction: summary is ""
+  bool has_label = false;  // label entries: false when the label is absent (clears)
+  bool from_hook = false;  // compaction / branch_summary
+  // branch_summary / compaction: the summary is falsy in JavaScript terms
+  // (absent, "", null, false, 0), so pi skips a branch summary.
+  bool summary_empty = true;
+  // Whether the fields were present (pi copies undefined, and JSON drops it).
+  bool has_provider = false, has_model = false, has_thinking_level = false;
 };
 
 struct SessionHeader {

@@ -44,12 +44,15 @@ std::string LabelEntry(const EntryBase& base, const std::string& target, const s
 Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& o) {
   BranchResult r;
   auto target = session.Find(o.target_id);
-  if (!target) return Status::InvalidArgument(session.path() + ": no entry with id \"" + o.target_id + "\" (--to)");
+  if (!target)
+    return Status::InvalidArgument(session.path() + ": no entry with id \"" + o.target_id +
+                                   "\" (--to)");
   std::optional<size_t> old_leaf;
   if (o.from_leaf) {
     old_leaf = session.Find(*o.from_leaf);
     if (!old_leaf)
-      return Status::InvalidArgument(session.path() + ": no entry with id \"" + *o.from_leaf + "\" (--from)");
+      return Status::InvalidArgument(session.path() + ": no entry with id \"" + *o.from_leaf +
+                                     "\" (--from)");
   } else {
     old_leaf = session.Leaf();
   }
@@ -80,7 +83,8 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
   // New leaf: a user or custom message target is re-edited from its parent.
   const Entry& t = session.entry(*target);
   std::string new_leaf = t.id;
-  bool reedit = (t.type == EntryType::kMessage && t.role == Role::kUser) || t.type == EntryType::kCustomMessage;
+  bool reedit = (t.type == EntryType::kMessage && t.role == Role::kUser) ||
+                t.type == EntryType::kCustomMessage;
   if (reedit) {
     new_leaf = t.parent_id;
     if (!new_leaf.empty() && !session.Find(new_leaf)) new_leaf.clear();
@@ -92,7 +96,8 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
 
   std::string summary, details;
   if (o.hooks) {
-    BeforeTreeEvent ev{session, o.target_id, r.old_leaf_id, r.common_ancestor_id, abandoned, o.summarize};
+    BeforeTreeEvent ev{session,   o.target_id, r.old_leaf_id, r.common_ancestor_id,
+                       abandoned, o.summarize};
     BeforeTreeResult h = o.hooks->RunBeforeTree(ev, &r.hook_errors);
     if (h.cancel) return Status::Cancelled("navigation cancelled by a before_tree hook");
     if (h.summary && o.summarize) {
@@ -124,7 +129,8 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
       ExtractFileOps(*m, ops);
       int64_t tokens = EstimateMessageTokens(*m);
       if (budget > 0 && total + tokens > budget) {
-        bool summary_entry = e.type == EntryType::kCompaction || e.type == EntryType::kBranchSummary;
+        bool summary_entry =
+            e.type == EntryType::kCompaction || e.type == EntryType::kBranchSummary;
         if (summary_entry && total < budget * 9 / 10) {
           messages.insert(messages.begin(), std::move(m).value());
           total += tokens;
@@ -197,7 +203,8 @@ Result<BranchResult> BranchFile(const std::string& path, const BranchOptions& o)
   if (r.noop || o.dry_run) return r;
   RETURN_IF_ERROR(AppendLines(path, r.appended));
   if (o.hooks) {
-    AfterTreeEvent ev{r.new_leaf_id, r.old_leaf_id, r.summary.empty() ? "" : r.appended[0], r.from_hook};
+    AfterTreeEvent ev{r.new_leaf_id, r.old_leaf_id, r.summary.empty() ? "" : r.appended[0],
+                      r.from_hook};
     o.hooks->RunAfterTree(ev, &r.hook_errors);
   }
   return r;

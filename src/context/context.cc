@@ -190,12 +190,14 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
     switch (e.type) {
       case EntryType::kThinkingLevelChange:
         ctx.thinking_level = e.thinking_level;
+        ctx.thinking_level_set = e.has_thinking_level;
         break;
       case EntryType::kModelChange:
-        ctx.model = ModelRef{e.provider, e.model};
+        ctx.model = ModelRef{e.provider, e.model, e.has_provider, e.has_model};
         break;
       case EntryType::kMessage:
-        if (e.role == Role::kAssistant) ctx.model = ModelRef{e.provider, e.model};
+        if (e.role == Role::kAssistant)
+          ctx.model = ModelRef{e.provider, e.model, e.has_provider, e.has_model};
         break;
       case EntryType::kCompaction:
         ctx.compaction_path_index = k;
@@ -230,6 +232,34 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
   return ctx;
 }
 
+std::string ContextJsonTail(const SessionContext& ctx) {
+  std::string out = "]";
+  if (ctx.thinking_level_set) {
+    out += ",\"thinkingLevel\":";
+    AppendJsString(out, ctx.thinking_level);
+  }
+  out += ",\"model\":";
+  if (ctx.model) {
+    out += "{";
+    bool first = true;
+    if (ctx.model->has_provider) {
+      out += "\"provider\":";
+      AppendJsString(out, ctx.model->provider);
+      first = false;
+    }
+    if (ctx.model->has_model_id) {
+      if (!first) out += ",";
+      out += "\"modelId\":";
+      AppendJsString(out, ctx.model->model_id);
+    }
+    out += "}";
+  } else {
+    out += "null";
+  }
+  out += "}";
+  return out;
+}
+
 std::string ContextToJson(const SessionContext& ctx) {
   size_t total = 128;
   for (const ContextMessage& m : ctx.messages) total += m.json().size() + 1;
@@ -246,19 +276,7 @@ std::string ContextToJson(const SessionContext& ctx) {
     if (i) out.push_back(',');
     out += ctx.messages[i].json();
   }
-  out += "],\"thinkingLevel\":";
-  AppendJsString(out, ctx.thinking_level);
-  out += ",\"model\":";
-  if (ctx.model) {
-    out += "{\"provider\":";
-    AppendJsString(out, ctx.model->provider);
-    out += ",\"modelId\":";
-    AppendJsString(out, ctx.model->model_id);
-    out += "}";
-  } else {
-    out += "null";
-  }
-  out += "}";
+  out += ContextJsonTail(ctx);
   return out;
 }
 

@@ -20,6 +20,16 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kKeepPolicies[] = {"tokens", "turns", "messages", "opencode"};
+// compact.h's strategies (ParseStrategy) plus "off" (oh-my-pi: no automatic compaction).
+constexpr std::string_view kStrategies[] = {"summary", "context-full", "user-prompts", "notes",
+                                            "handoff", "mask",         "off"};
+
+bool KnownStrategy(std::string_view s) {
+  for (auto k : kStrategies) {
+    if (k == s) return true;
+  }
+  return false;
+}
 
 std::string TypeName(const Json& v) {
   if (v.is_number()) return "a number";
@@ -115,6 +125,11 @@ class Reader {
         RETURN_IF_ERROR(Bool(v, path, s_.enabled));
       } else if (key == "strategy") {
         RETURN_IF_ERROR(String(v, path, s_.strategy));
+        if (!KnownStrategy(s_.strategy)) {
+          return Error(path, fmt::format("unknown strategy \"{}\" (expected summary, user-prompts, "
+                                         "notes, handoff, mask or off)",
+                                         s_.strategy));
+        }
       } else if (key == "reserveTokens") {
         RETURN_IF_ERROR(Integer(v, path, 0, s_.reserve_tokens));
       } else if (key == "keepRecentTokens") {
@@ -258,6 +273,9 @@ Status ValidateSettings(const CompactionSettings& s) {
   if (s.keep_messages < 1) return Status::InvalidArgument("keepMessages must be at least 1");
   if (!ParseTriggerPreset(s.trigger).ok()) {
     return Status::InvalidArgument(fmt::format("unknown trigger preset \"{}\"", s.trigger));
+  }
+  if (!KnownStrategy(s.strategy)) {
+    return Status::InvalidArgument(fmt::format("unknown strategy \"{}\"", s.strategy));
   }
   bool known_policy = false;
   for (auto k : kKeepPolicies) known_policy = known_policy || k == s.keep_policy;

@@ -85,7 +85,7 @@ CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t e
 }  // namespace
 
 std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<size_t>& path,
-                                     const SessionContext& context) {
+                                     const SessionContext& context, size_t from) {
   ContextIndex index(context);
   std::vector<CutEntry> out(path.size());
   for (size_t i = 0; i < path.size(); ++i) {
@@ -93,6 +93,7 @@ std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<s
     CutEntry& c = out[i];
     c.type = e.type;
     c.role = e.type == EntryType::kMessage ? e.role : Role::kOther;
+    if (i < from) continue;  // before the boundary: never measured
     if (e.type == EntryType::kMessage) {
       c.tokens = EstimateMessageTokens(session.MessageJson(path[i]));
     } else if (e.type == EntryType::kCustomMessage || e.type == EntryType::kBranchSummary) {
@@ -158,7 +159,7 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   prep.boundary_start_path_index = boundary;
   prep.tokens_before = result.estimate.tokens;
 
-  std::vector<CutEntry> cut_entries = MakeCutEntries(session, path, result.context);
+  std::vector<CutEntry> cut_entries = MakeCutEntries(session, path, result.context, boundary);
   CutPoint cut = SelectCut(cut_entries, boundary, path.size(), policy, options);
   prep.first_kept_path_index = cut.first_kept_index;
   prep.first_kept_entry_index = path[cut.first_kept_index];

@@ -117,6 +117,7 @@ struct Session::Impl {
   // a usable JSON object.
   struct HeaderFields {
     double version = -1;
+    std::optional<double> numeric_timestamp;
     std::string cwd, parent_session;
   };
   bool ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span, HeaderFields* hf,
@@ -132,6 +133,30 @@ bool GetString(simdjson::ondemand::value v, std::string* out) {
   if (v.get_string().get(sv)) return false;
   out->assign(sv);
   return true;
+}
+
+// JavaScript truthiness of a value (what `if (entry.summary)` sees).
+bool JsTruthy(simdjson::ondemand::value v) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  switch (t) {
+    case simdjson::ondemand::json_type::string: {
+      std::string_view s;
+      return !v.get_string().get(s) && !s.empty();
+    }
+    case simdjson::ondemand::json_type::number: {
+      double d = 0;
+      return !v.get_double().get(d) && d != 0 && !std::isnan(d);
+    }
+    case simdjson::ondemand::json_type::boolean: {
+      bool b = false;
+      return !v.get_bool().get(b) && b;
+    }
+    case simdjson::ondemand::json_type::null:
+      return false;
+    default:
+      return true;  // objects and arrays
+  }
 }
 
 bool GetNumber(simdjson::ondemand::value v, double* out) {
@@ -186,7 +211,11 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     } else if (key == "parentId") {
       GetString(v, &e->parent_id);  // null and non-strings read as "" (root)
     } else if (key == "timestamp") {
-      GetString(v, &e->timestamp);
+      if (!GetString(v, &e->timestamp)) {
+        // new Date(number) keeps the number (truncated to whole ms).
+        double d = 0;
+        if (GetNumber(v, &d)) hf->numeric_timestamp = std::trunc(d);
+      }
     } else if (key == "message") {
       simdjson::ondemand::json_type jt;
       if (v.type().get(jt) || jt != simdjson::ondemand::json_type::object) {
@@ -210,9 +239,9 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         if (mk == "role") {
           GetString(mv, &e->role_name);
         } else if (mk == "provider") {
-          GetString(mv, &e->provider);
+          e->has_provider = GetString(mv, &e->provider);
         } else if (mk == "model") {
-          GetString(mv, &e->model);
+          e->has_model = GetString(mv, &e->model);
         } else if (mk == "stopReason") {
           GetString(mv, &e->stop_reason);
         } else if (mk == "usage") {
@@ -249,11 +278,11 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
       span->msg_off = static_cast<uint32_t>(msg.data() - view.data());
       span->msg_len = static_cast<uint32_t>(msg.size());
     } else if (key == "thinkingLevel") {
-      GetString(v, &e->thinking_level);
+      e->has_thinking_level = GetString(v, &e->thinking_level);
     } else if (key == "provider") {
-      GetString(v, &e->provider);
+      e->has_provider = GetString(v, &e->provider);
     } else if (key == "modelId") {
-      GetString(v, &e->model);
+      e->has_model = GetString(v, &e->model);
     } else if (key == "firstKeptEntryId") {
       GetString(v, &e->first_kept_entry_id);
     } else if (key == "firstKeptEntryIndex") {
@@ -261,8 +290,7 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     } else if (key == "tokensBefore") {
       GetNumber(v, &e->tokens_before);
     } else if (key == "summary") {
-      std::string_view s;
-      e->summary_empty = v.get_string().get(s) ? true : s.empty();
+      e->summary_empty = !JsTruthy(v);
     } else if (key == "fromId") {
       GetString(v, &e->from_id);
     } else if (key == "targetId") {
@@ -304,7 +332,8 @@ Status Session::Impl::Load() {
   size_t released = 0;
   size_t last_progress = 0;
   const bool release = size > kReleaseThreshold;
-  SessionHeader saved_header;
+  // JavaScript's trim() drops a leading byte order mark before pi splits lines.
+  if (size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) pos = 3;
   while (pos < size) {
     const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', size - pos));
     size_t end = nl ? static_cast<size_t>(nl - data) : size;
@@ -383,7 +412,8 @@ Status Session::Impl::Load() {
       continue;
     }
     e.line = line_no;
-    e.timestamp_ms = ParseIsoTimestampMs(e.timestamp);
+    e.timestamp_ms =
+        hf.numeric_timestamp ? *hf.numeric_timestamp : ParseIsoTimestampMs(e.timestamp);
     entries.push_back(std::move(e));
     spans.push_back(span);
   }

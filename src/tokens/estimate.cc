@@ -115,7 +115,16 @@ bool CountMessage(std::string_view json, Counts* c, std::string* role_storage) {
     } else if (key == "output") {
       c->output = StringTokenLength(v);
     } else if (key == "summary") {
-      c->summary = StringTokenLength(v);
+      // JavaScript's .length: a string's UTF-16 length, an array's element count.
+      simdjson::ondemand::json_type t;
+      simdjson::ondemand::array arr;
+      size_t count = 0;
+      if (!v.type().get(t) && t == simdjson::ondemand::json_type::array &&
+          !v.get_array().get(arr) && !arr.count_elements().get(count)) {
+        c->summary = static_cast<int64_t>(count);
+      } else {
+        c->summary = StringTokenLength(v);
+      }
     }
   }
   c->role = *role_storage;

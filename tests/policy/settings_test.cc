@@ -102,6 +102,7 @@ TEST(ParseSettingsJsonTest, ErrorsNameTheFileAndTheProblem) {
       {R"({"enabled": "yes"})", "enabled: expected true or false"},
       {R"({"trigger": "claude"})", "unknown trigger preset \"claude\""},
       {R"({"keepPolicy": "all"})", "unknown keep policy \"all\""},
+      {R"({"strategy": "magic"})", "unknown strategy \"magic\""},
       {R"({"keepTurns": 0})", "keepTurns: must be at least 1"},
       {R"({"pruning": {"protectedTools": [1]}})", "pruning.protectedTools"},
       {R"({"compaction": 3})", "compaction: expected an object"},

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "compactor/policy.h"
-#include "prepare/fixture_paths.h"
+#include "support/test_util.h"
 
 namespace compactor {
 namespace {
@@ -181,7 +181,7 @@ TEST(ShouldCompactTest, OmpChecklist) {
 // default threshold is <= 0 are configuration errors in Compactor.
 TEST(ShouldCompactTest, OmpGoldenThresholdTable) {
   for (const char* name : {"before-compaction", "large-session"}) {
-    std::string shared = testing_paths::SharedDir();
+    std::string shared = testing::SharedDir();
     if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
     std::ifstream in(shared + "/fixtures/omp/" + name + ".golden.json");
     ASSERT_TRUE(in) << "missing omp golden file " << name;
