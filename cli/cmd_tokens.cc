@@ -19,6 +19,8 @@ struct TokensArgs {
   bool text = false;
   bool json = false;
   bool strict = false;
+  std::string tokenizer = "estimate";
+  std::string vocab_dir;
 };
 
 }  // namespace
@@ -35,7 +37,23 @@ void RegisterTokens(CLI::App& app) {
                   "measure the context of this entry instead of the file's leaf");
   cmd->add_flag("--strict", args->strict, "treat a malformed session line as an error");
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "estimate (default, pi's chars/4), o200k or cl100k (exact, tiktoken-compatible)");
+  cmd->add_option("--vocab-dir", args->vocab_dir,
+                  "directory with o200k_base.tiktoken / cl100k_base.tiktoken (docs/tokenizers.md)");
   cmd->callback([args] {
+    VocabOptions vocab;
+    vocab.dir = args->vocab_dir;
+    if (args->tokenizer != "estimate" && !ParseEncoding(args->tokenizer).ok()) {
+      ExitCode() = Fail(Status::InvalidArgument("unknown tokenizer \"" + args->tokenizer +
+                                                "\" (estimate, o200k, cl100k)"));
+      return;
+    }
+    auto counter = TokenCounter::FromName(args->tokenizer, vocab);
+    if (!counter.ok()) {
+      ExitCode() = Fail(counter.status());
+      return;
+    }
     nlohmann::ordered_json j;
     std::string human;
     if (args->input == "-" || args->text) {
@@ -55,15 +73,17 @@ void RegisterTokens(CLI::App& app) {
         std::fclose(f);
       }
       int64_t units = Utf16Length(text);
-      int64_t tokens = (units + 3) / 4;
+      int64_t tokens = counter->Text(text);
       j["source"] = args->input == "-" ? "stdin" : args->input;
       j["kind"] = "text";
       j["bytes"] = text.size();
       j["utf16Units"] = units;
       j["tokens"] = tokens;
-      j["tokenizer"] = "estimate";
-      human = fmt::format("{} tokens (estimate: ceil({} UTF-16 units / 4), {} bytes)\n", tokens,
-                          units, text.size());
+      j["tokenizer"] = std::string(counter->name());
+      human = counter->exact()
+                  ? fmt::format("{} tokens ({}, {} bytes)\n", tokens, counter->name(), text.size())
+                  : fmt::format("{} tokens (estimate: ceil({} UTF-16 units / 4), {} bytes)\n",
+                                tokens, units, text.size());
     } else {
       SessionArgs sa{args->input, args->strict, false};
       auto loaded = LoadSession(sa);
@@ -78,7 +98,7 @@ void RegisterTokens(CLI::App& app) {
         ExitCode() = Fail(ctx.status());
         return;
       }
-      ContextEstimate est = EstimateContextTokens(ctx->messages);
+      ContextEstimate est = EstimateContextTokens(ctx->messages, *counter);
       j["source"] = args->input;
       j["kind"] = "session";
       j["messages"] = ctx->messages.size();
@@ -86,11 +106,12 @@ void RegisterTokens(CLI::App& app) {
       j["heuristicSum"] = est.heuristic_sum;
       j["usageTokens"] = est.usage_tokens;
       j["trailingTokens"] = est.trailing_tokens;
-      j["tokenizer"] = "estimate";
+      j["tokenizer"] = std::string(counter->name());
       human = fmt::format(
-          "{} tokens in context ({} messages): last usage {} + {} estimated after it; chars/4 sum "
+          "{} tokens in context ({} messages, {}): last usage {} + {} counted after it; message "
+          "sum "
           "{}\n",
-          est.tokens, ctx->messages.size(), est.usage_tokens, est.trailing_tokens,
+          est.tokens, ctx->messages.size(), counter->name(), est.usage_tokens, est.trailing_tokens,
           est.heuristic_sum);
     }
     if (args->json) {

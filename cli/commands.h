@@ -14,6 +14,8 @@ void RegisterMigrate(CLI::App& app);
 void RegisterCompact(CLI::App& app);
 void RegisterBranch(CLI::App& app);
 void RegisterPlan(CLI::App& app);
+void RegisterPrune(CLI::App& app);
+void RegisterEval(CLI::App& app);
 
 }  // namespace compactor::cli
 

@@ -50,6 +50,8 @@ void AddSettingsArgs(CLI::App* cmd, SettingsArgs* args) {
                   "messages kept by --keep-policy messages (default 4)");
   cmd->add_option("--context-window", args->context_window,
                   "the model's context window (thresholds, opencode tail budget)");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "estimate (default, pi's chars/4), o200k or cl100k (exact; docs/tokenizers.md)");
 }
 
 Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
@@ -67,6 +69,7 @@ Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
   if (args.keep_turns) s.keep_turns = *args.keep_turns;
   if (args.keep_messages) s.keep_messages = *args.keep_messages;
   if (args.context_window) s.context_window = *args.context_window;
+  if (!args.tokenizer.empty()) s.tokenizer = args.tokenizer;
   RETURN_IF_ERROR(ValidateSettings(s));
   return s;
 }

@@ -44,6 +44,7 @@ struct SettingsArgs {
   std::optional<int> keep_turns;
   std::optional<int> keep_messages;
   std::optional<int64_t> context_window;
+  std::string tokenizer;
 };
 void AddSettingsArgs(CLI::App* cmd, SettingsArgs* args);
 // Loads the file (warnings on stderr), applies the overrides, validates.

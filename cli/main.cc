@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   RegisterCompact(app);
   RegisterBranch(app);
   RegisterPlan(app);
+  RegisterPrune(app);
+  RegisterEval(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,12 +5,15 @@
 #define COMPACTOR_INCLUDE_COMPACTOR_ESTIMATE_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "compactor/context.h"
 #include "compactor/message.h"
+#include "compactor/tokenizer.h"
 
 namespace compactor {
 
@@ -39,6 +42,36 @@ struct ContextEstimate {
 
 // pi's estimateContextTokens over the rebuilt context.
 ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages);
+
+// Tokens charged per image block by the exact counters (oh-my-pi's rule).
+inline constexpr int64_t kImageExactTokens = 1200;
+
+// How message tokens are counted: pi's chars/4 estimate (the default, and the
+// only way to match pi's numbers) or an exact tokenizer applied to the same
+// fragments pi's estimate measures (oh-my-pi's o200k rule: text, thinking,
+// tool-call name + JSON arguments, bash command + output, summaries; 1200 per
+// image; other roles 0). Cheap to copy; thread-safe.
+class TokenCounter {
+ public:
+  TokenCounter() = default;  // the estimate
+  explicit TokenCounter(std::shared_ptr<const Tokenizer> tokenizer);
+  // "estimate", "o200k", "cl100k" (also "o200k_base", "cl100k_base"). Loaded
+  // tokenizers are cached for the life of the process.
+  static Result<TokenCounter> FromName(std::string_view name, const VocabOptions& vocab = {});
+
+  bool exact() const { return tokenizer_ != nullptr; }
+  std::string_view name() const;
+  int64_t Message(std::string_view message_json) const;
+  int64_t Message(const compactor::Message& message) const;
+  int64_t Text(std::string_view text) const;
+
+ private:
+  std::shared_ptr<const Tokenizer> tokenizer_;
+};
+
+// estimateContextTokens with another counter for the message estimates.
+ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages,
+                                      const TokenCounter& counter);
 
 }  // namespace compactor
 

@@ -99,6 +99,9 @@ struct PrepareOptions {
   std::optional<std::string> leaf_id;
   // Reproduce pi 0.73.1 exactly, bugs included (see the top of this file).
   bool pi_quirks = false;
+  // How message tokens are counted. Unset: from settings.tokenizer
+  // ("estimate" = pi's chars/4, the only way to match pi's numbers).
+  std::optional<TokenCounter> counter;
 };
 
 // Why there is no preparation.
@@ -156,7 +159,8 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
 // computed from path index `from` on (entries before a compaction boundary are
 // never measured, and a long history would make this the slowest step).
 std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<size_t>& path,
-                                     const SessionContext& context, size_t from = 0);
+                                     const SessionContext& context, size_t from = 0,
+                                     const TokenCounter& counter = TokenCounter());
 
 }  // namespace compactor
 

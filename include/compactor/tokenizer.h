@@ -74,6 +74,13 @@ class Tokenizer {
   static Result<std::unique_ptr<Tokenizer>> Load(Encoding encoding,
                                                  const VocabOptions& options = {});
 
+  // One process-wide instance per encoding and options, loaded on first use
+  // and kept until exit: what code that counts in many places (thresholds,
+  // cut points, pruning, budgets) should call. Thread-safe. Errors are not
+  // remembered, so a later call retries (after the vocabulary is installed).
+  static Result<std::shared_ptr<const Tokenizer>> Shared(Encoding encoding,
+                                                         const VocabOptions& options = {});
+
   // Builds from the content of a .tiktoken file already in memory. The sha256
   // is checked when `verify_sha256`.
   static Result<std::unique_ptr<Tokenizer>> FromTiktoken(Encoding encoding,

@@ -324,7 +324,8 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
   co.leaf_id = o.leaf_id;
   co.expand_compactions = true;
   ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
-  ContextEstimate est = EstimateContextTokens(ctx.messages);
+  ASSIGN_OR_RETURN(TokenCounter counter, TokenCounter::FromName(o.settings.tokenizer));
+  ContextEstimate est = EstimateContextTokens(ctx.messages, counter);
   r.tokens_before = est.tokens;
   if (ctx.messages.empty()) {
     r.skipped_reason = "nothing to summarize";
@@ -426,10 +427,10 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
 
   // tokensAfter: the expanded context (kept prompts, marker, summary message).
   int64_t after = 0;
-  for (const KeptPrompt& k : sel.head) after += (Utf16Length(k.text) + 3) / 4;
-  for (const KeptPrompt& k : sel.tail) after += (Utf16Length(k.text) + 3) / 4;
-  if (sel.elided()) after += (Utf16Length(ElisionMarkerText(sel.omitted_tokens)) + 3) / 4;
-  after += (Utf16Length(UserPromptsSummaryText(summary)) + 3) / 4;
+  for (const KeptPrompt& k : sel.head) after += counter.Text(k.text);
+  for (const KeptPrompt& k : sel.tail) after += counter.Text(k.text);
+  if (sel.elided()) after += counter.Text(ElisionMarkerText(sel.omitted_tokens));
+  after += counter.Text(UserPromptsSummaryText(summary));
   r.tokens_after = after;
 
   std::string extra = ",\"keptPrompts\":" + kept +
@@ -476,7 +477,8 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
   co.leaf_id = o.leaf_id;
   co.expand_compactions = true;
   ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
-  ContextEstimate est = EstimateContextTokens(ctx.messages);
+  ASSIGN_OR_RETURN(TokenCounter counter, TokenCounter::FromName(o.settings.tokenizer));
+  ContextEstimate est = EstimateContextTokens(ctx.messages, counter);
   r.tokens_before = est.tokens;
   if (ctx.messages.size() < 2) {
     r.skipped_reason = "nothing to summarize";
@@ -582,7 +584,7 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
   r.summary = doc;
   r.messages_summarized = all.size();
   r.summarized_tokens = est.heuristic_sum;
-  r.tokens_after = (Utf16Length(content) + 3) / 4;
+  r.tokens_after = counter.Text(content);
   r.read_files = lists.read_files;
   r.modified_files = lists.modified_files;
   r.compacted = true;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "compactor/policy.h"
+#include "compactor/tokenizer.h"
 
 namespace compactor {
 namespace {
@@ -276,6 +277,10 @@ Status ValidateSettings(const CompactionSettings& s) {
   }
   if (!KnownStrategy(s.strategy)) {
     return Status::InvalidArgument(fmt::format("unknown strategy \"{}\"", s.strategy));
+  }
+  if (s.tokenizer != "estimate" && !ParseEncoding(s.tokenizer).ok()) {
+    return Status::InvalidArgument(
+        fmt::format("unknown tokenizer \"{}\" (estimate, o200k, cl100k)", s.tokenizer));
   }
   bool known_policy = false;
   for (auto k : kKeepPolicies) known_policy = known_policy || k == s.keep_policy;

@@ -61,8 +61,6 @@ std::optional<ContextMessage> MessageFor(const Session& session, const ContextIn
   }
 }
 
-int64_t EstimateOf(const ContextMessage& m) { return EstimateMessageTokens(m.json()); }
-
 CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t end,
                    KeepPolicy policy, const PrepareOptions& options) {
   const CompactionSettings& s = options.settings;
@@ -85,7 +83,8 @@ CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t e
 }  // namespace
 
 std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<size_t>& path,
-                                     const SessionContext& context, size_t from) {
+                                     const SessionContext& context, size_t from,
+                                     const TokenCounter& counter) {
   ContextIndex index(context);
   std::vector<CutEntry> out(path.size());
   for (size_t i = 0; i < path.size(); ++i) {
@@ -95,9 +94,9 @@ std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<s
     c.role = e.type == EntryType::kMessage ? e.role : Role::kOther;
     if (i < from) continue;  // before the boundary: never measured
     if (e.type == EntryType::kMessage) {
-      c.tokens = EstimateMessageTokens(session.MessageJson(path[i]));
+      c.tokens = counter.Message(session.MessageJson(path[i]));
     } else if (e.type == EntryType::kCustomMessage || e.type == EntryType::kBranchSummary) {
-      if (const ContextMessage* m = index.Find(path[i])) c.tokens = EstimateOf(*m);
+      if (const ContextMessage* m = index.Find(path[i])) c.tokens = counter.Message(m->json());
     }
   }
   return out;
@@ -114,9 +113,15 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
                                         const PrepareOptions& options) {
   RETURN_IF_ERROR(ValidateSettings(options.settings));
   ASSIGN_OR_RETURN(KeepPolicy policy, ParseKeepPolicy(options.settings.keep_policy));
+  TokenCounter counter;
+  if (options.counter) {
+    counter = *options.counter;
+  } else {
+    ASSIGN_OR_RETURN(counter, TokenCounter::FromName(options.settings.tokenizer));
+  }
   PrepareResult result;
   result.context = std::move(context);
-  result.estimate = EstimateContextTokens(result.context.messages);
+  result.estimate = EstimateContextTokens(result.context.messages, counter);
   const std::vector<size_t>& path = result.context.path;
 
   if (path.empty()) {
@@ -159,7 +164,8 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   prep.boundary_start_path_index = boundary;
   prep.tokens_before = result.estimate.tokens;
 
-  std::vector<CutEntry> cut_entries = MakeCutEntries(session, path, result.context, boundary);
+  std::vector<CutEntry> cut_entries =
+      MakeCutEntries(session, path, result.context, boundary, counter);
   CutPoint cut = SelectCut(cut_entries, boundary, path.size(), policy, options);
   prep.first_kept_path_index = cut.first_kept_index;
   prep.first_kept_entry_index = path[cut.first_kept_index];

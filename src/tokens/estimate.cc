@@ -3,6 +3,8 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "compactor/js_json.h"
 #include "util/utf8.h"
@@ -224,10 +226,15 @@ bool ValidUsage(std::string_view json, Usage* usage) {
 }  // namespace
 
 ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages) {
+  return EstimateContextTokens(messages, TokenCounter());
+}
+
+ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages,
+                                      const TokenCounter& counter) {
   ContextEstimate est;
   std::vector<int64_t> per(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
-    per[i] = EstimateMessageTokens(messages[i].json());
+    per[i] = counter.Message(messages[i].json());
     est.heuristic_sum += per[i];
   }
   for (size_t i = messages.size(); i-- > 0;) {
@@ -242,6 +249,79 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
   for (size_t i = from; i < messages.size(); ++i) est.trailing_tokens += per[i];
   est.tokens = est.usage_tokens + static_cast<double>(est.trailing_tokens);
   return est;
+}
+
+}  // namespace compactor
+
+namespace compactor {
+
+TokenCounter::TokenCounter(std::shared_ptr<const Tokenizer> tokenizer)
+    : tokenizer_(std::move(tokenizer)) {}
+
+Result<TokenCounter> TokenCounter::FromName(std::string_view name, const VocabOptions& vocab) {
+  if (name.empty() || name == "estimate") return TokenCounter();
+  ASSIGN_OR_RETURN(Encoding enc, ParseEncoding(name));
+  static std::mutex mu;
+  static std::map<std::pair<int, std::string>, std::shared_ptr<const Tokenizer>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_pair(static_cast<int>(enc), vocab.dir);
+  auto it = cache.find(key);
+  if (it != cache.end()) return TokenCounter(it->second);
+  ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::Load(enc, vocab));
+  std::shared_ptr<const Tokenizer> shared(std::move(tok));
+  cache[key] = shared;
+  return TokenCounter(shared);
+}
+
+std::string_view TokenCounter::name() const {
+  if (!tokenizer_) return "estimate";
+  return tokenizer_->encoding() == Encoding::kO200kBase ? "o200k" : "cl100k";
+}
+
+int64_t TokenCounter::Text(std::string_view text) const {
+  if (!tokenizer_) return (Utf16Length(text) + 3) / 4;
+  return static_cast<int64_t>(tokenizer_->Count(text));
+}
+
+int64_t TokenCounter::Message(std::string_view json) const {
+  if (!tokenizer_) return EstimateMessageTokens(json);
+  auto m = ParseMessage(json);
+  return m.ok() ? Message(*m) : 0;
+}
+
+int64_t TokenCounter::Message(const compactor::Message& m) const {
+  if (!tokenizer_) return EstimateMessageTokens(m);
+  const Tokenizer& t = *tokenizer_;
+  auto count = [&](std::string_view s) { return static_cast<int64_t>(t.Count(s)); };
+  int64_t n = 0;
+  auto blocks = [&] {
+    for (const ContentBlock& b : m.content) {
+      if (b.kind == ContentBlock::Kind::kText || b.kind == ContentBlock::Kind::kThinking)
+        n += count(b.text);
+      if (b.kind == ContentBlock::Kind::kToolCall)
+        n += count(b.tool_name) + count(b.arguments_json);
+      if (b.kind == ContentBlock::Kind::kImage) n += kImageExactTokens;
+    }
+  };
+  switch (m.role) {
+    case Role::kUser:
+    case Role::kAssistant:
+    case Role::kToolResult:
+    case Role::kCustom:
+      if (m.content_is_string) n += count(m.content_string);
+      blocks();
+      break;
+    case Role::kBashExecution:
+      n = count(m.command) + count(m.output);
+      break;
+    case Role::kBranchSummary:
+    case Role::kCompactionSummary:
+      n = count(m.summary);
+      break;
+    case Role::kOther:
+      break;
+  }
+  return n;
 }
 
 }  // namespace compactor

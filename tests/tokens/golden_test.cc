@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "compactor/tokenizer.h"
-#include "prepare/fixture_paths.h"
+#include "support/test_util.h"
 #include "tokens/sample_corpus.h"
 #include "tokens/support.h"
 
@@ -21,8 +21,6 @@ namespace compactor {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool HaveNode() { return std::system("node --version > /dev/null 2>&1") == 0; }
 
 void CollectStrings(const nlohmann::json& j, std::string* out) {
   if (j.is_string()) {
@@ -37,7 +35,7 @@ void CollectStrings(const nlohmann::json& j, std::string* out) {
 // string values inside it (unescaped prose, code, tool output).
 std::vector<tokens::SampleDoc> FixtureDocs() {
   std::vector<tokens::SampleDoc> docs;
-  std::string shared = testing_paths::SharedDir();
+  std::string shared = compactor::testing::SharedDir();
   if (shared.empty()) return docs;
   std::vector<fs::path> files;
   for (const char* sub : {"/fixtures/pi", "/fixtures/pi/pi-written"}) {
@@ -82,11 +80,12 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
-class GoldenTest : public ::testing::TestWithParam<Encoding> {};
+class TokenizerGoldenTest : public ::testing::TestWithParam<Encoding> {};
 
-TEST_P(GoldenTest, IdsIdenticalToTiktokenWasm) {
+TEST_P(TokenizerGoldenTest, IdsIdenticalToTiktokenWasm) {
   COMPACTOR_LOAD_TOKENIZER_OR_SKIP(tok, GetParam());
-  if (!HaveNode()) GTEST_SKIP() << "node not found: golden comparison with tiktoken skipped";
+  if (!compactor::testing::HaveNode())
+    GTEST_SKIP() << "node not found: golden comparison with tiktoken skipped";
   std::string deps = std::getenv("COMPACTOR_NODE_DEPS_DIR") ? std::getenv("COMPACTOR_NODE_DEPS_DIR")
                                                             : COMPACTOR_NODE_DEPS_DIR;
   if (!fs::exists(deps + "/node_modules/tiktoken/package.json")) {
@@ -151,7 +150,7 @@ TEST_P(GoldenTest, IdsIdenticalToTiktokenWasm) {
          std::string(EncodingName(GetParam())).c_str(), docs.size(), total_bytes, total_ids);
 }
 
-INSTANTIATE_TEST_SUITE_P(Encodings, GoldenTest,
+INSTANTIATE_TEST_SUITE_P(Encodings, TokenizerGoldenTest,
                          ::testing::Values(Encoding::kO200kBase, Encoding::kCl100kBase),
                          [](const auto& info) { return std::string(EncodingName(info.param)); });
 

@@ -70,7 +70,7 @@ const std::set<uint32_t>& ClassDifferences() {
   return diffs;
 }
 
-TEST(UnicodeClassesTest, AgreeWithPcre2ExceptNewerUnicode) {
+TEST(TokenizerUnicodeClassesTest, AgreeWithPcre2ExceptNewerUnicode) {
   Pcre2Classes pcre;
   const auto& diffs = ClassDifferences();
   // Expected differences: characters assigned after Unicode 14 (unassigned,
@@ -113,9 +113,9 @@ void ExpectSameSplit(Encoding enc, Pcre2Splitter& ref, std::string_view text) {
   ASSERT_EQ(Show(fast), Show(want)) << EncodingName(enc) << " on " << Show({text});
 }
 
-class SplitTest : public ::testing::TestWithParam<Encoding> {};
+class PreTokenizerTest : public ::testing::TestWithParam<Encoding> {};
 
-TEST_P(SplitTest, HandPickedCases) {
+TEST_P(PreTokenizerTest, HandPickedCases) {
   auto ref = Pcre2Splitter::Create(GetParam());
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
   for (auto doc : SyntheticCorpus(1)) {
@@ -150,7 +150,7 @@ TEST_P(SplitTest, HandPickedCases) {
 // Random strings over an alphabet of characters that matter to the patterns,
 // plus random code points; characters whose class differs between the two
 // Unicode versions are left out (covered by the golden test instead).
-TEST_P(SplitTest, RandomCorpusMatchesPcre2) {
+TEST_P(PreTokenizerTest, RandomCorpusMatchesPcre2) {
   auto ref = Pcre2Splitter::Create(GetParam());
   ASSERT_TRUE(ref.ok());
   const auto& diffs = ClassDifferences();
@@ -182,7 +182,7 @@ TEST_P(SplitTest, RandomCorpusMatchesPcre2) {
   }
 }
 
-TEST_P(SplitTest, SampleCorporaMatchPcre2) {
+TEST_P(PreTokenizerTest, SampleCorporaMatchPcre2) {
   auto ref = Pcre2Splitter::Create(GetParam());
   ASSERT_TRUE(ref.ok());
   SampleRng rng(5);
@@ -199,7 +199,7 @@ TEST_P(SplitTest, SampleCorporaMatchPcre2) {
   }
 }
 
-TEST_P(SplitTest, PiecesTileTheInput) {
+TEST_P(PreTokenizerTest, PiecesTileTheInput) {
   SampleRng rng(9);
   std::string text = SampleUnicode(rng, 100000);
   size_t pos = 0;
@@ -211,7 +211,7 @@ TEST_P(SplitTest, PiecesTileTheInput) {
   EXPECT_EQ(pos, text.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(Encodings, SplitTest,
+INSTANTIATE_TEST_SUITE_P(Encodings, PreTokenizerTest,
                          ::testing::Values(Encoding::kO200kBase, Encoding::kCl100kBase),
                          [](const auto& info) { return std::string(EncodingName(info.param)); });
 

@@ -18,7 +18,7 @@ namespace {
 
 using tokens::SampleRng;
 
-TEST(Sha256Test, FipsVectors) {
+TEST(TokenizerSha256Test, FipsVectors) {
   EXPECT_EQ(tokens::Sha256Hex(""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(tokens::Sha256Hex("abc"),
@@ -31,7 +31,7 @@ TEST(Sha256Test, FipsVectors) {
   EXPECT_NE(tokens::Sha256Hex(std::string(55, 'x')), tokens::Sha256Hex(std::string(56, 'x')));
 }
 
-TEST(Utf8Test, RepairsMaximalSubpartsLikeWhatwg) {
+TEST(TokenizerUtf8Test, RepairsMaximalSubpartsLikeWhatwg) {
   const std::string r = "\xEF\xBF\xBD";
   EXPECT_EQ(tokens::RepairUtf8("ok \xC3\xA9"), "ok \xC3\xA9");
   EXPECT_EQ(tokens::RepairUtf8("\x80"), r);
@@ -49,14 +49,14 @@ TEST(Utf8Test, RepairsMaximalSubpartsLikeWhatwg) {
   EXPECT_EQ(tokens::FindInvalidUtf8("0123456789\xC3"), 10u);
 }
 
-TEST(EncodingTest, Names) {
+TEST(TokenizerEncodingTest, Names) {
   EXPECT_EQ(EncodingName(Encoding::kO200kBase), "o200k_base");
   EXPECT_EQ(*ParseEncoding("o200k"), Encoding::kO200kBase);
   EXPECT_EQ(*ParseEncoding("cl100k_base"), Encoding::kCl100kBase);
   EXPECT_EQ(ParseEncoding("p50k").status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(VocabTest, SearchOrderAndMissingVocabularyMessage) {
+TEST(TokenizerVocabTest, SearchOrderAndMissingVocabularyMessage) {
   VocabOptions opts;
   opts.dir = "/nonexistent/explicit";
   opts.use_env = false;
@@ -88,7 +88,7 @@ TEST(VocabTest, SearchOrderAndMissingVocabularyMessage) {
   }
 }
 
-TEST(VocabTest, RejectsModifiedFile) {
+TEST(TokenizerVocabTest, RejectsModifiedFile) {
   COMPACTOR_LOAD_TOKENIZER_OR_SKIP(tok, Encoding::kCl100kBase);
   std::ifstream in(tok->source_path(), std::ios::binary);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -118,6 +118,29 @@ TEST(VocabTest, RejectsModifiedFile) {
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   EXPECT_EQ((*found)->source_path(), (dir / "cl100k_base.tiktoken").string());
   EXPECT_EQ((*found)->vocab_size(), 100256u);
+}
+
+TEST(TokenizerSharedTest, OneInstancePerEncodingAndOptions) {
+  COMPACTOR_LOAD_TOKENIZER_OR_SKIP(tok, Encoding::kCl100kBase);
+  auto a = Tokenizer::Shared(Encoding::kCl100kBase);
+  auto b = Tokenizer::Shared(Encoding::kCl100kBase);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->get(), b->get());
+  EXPECT_EQ((*a)->encoding(), Encoding::kCl100kBase);
+  VocabOptions missing;
+  missing.dir = "/nonexistent/compactor-vocab";
+  missing.use_env = false;
+  auto c = Tokenizer::Shared(Encoding::kCl100kBase, missing);
+  // The explicit dir is absent, so the later defaults are searched: a
+  // distinct instance (other options) of the same vocabulary, unless the
+  // vocabulary is only reachable through the environment.
+  if (c.ok()) {
+    EXPECT_NE(c->get(), a->get());
+    EXPECT_EQ((*c)->Count("hello world"), 2u);
+  } else {
+    EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+  }
 }
 
 class TokenizerTest : public ::testing::TestWithParam<Encoding> {};

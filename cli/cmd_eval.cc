@@ -1,0 +1,217 @@
+// compactor eval: compaction quality on sessions with probe facts
+// (docs/quality.md). Compacts in memory; inputs are never written.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "commands.h"
+#include "common.h"
+#include "compactor/eval.h"
+
+namespace compactor::cli {
+namespace {
+
+// Exit code when --check finds a missed target (docs/quality.md).
+constexpr int kExitTargetsMissed = 3;
+
+struct EvalArgs {
+  std::vector<std::string> sessions;
+  SettingsArgs settings;
+  std::vector<std::string> strategies;
+  std::string summarizer = "offline";
+  bool json = false;
+  std::string html;
+  std::string generate_dir;
+  int generate_count = 4;
+  uint64_t seed = 1;
+  int64_t target_tokens = 160000;
+  bool no_eval = false;
+  bool check = false;
+  bool quiet = false;
+  bool print_facts = false;
+};
+
+std::string Stem(const std::string& path) {
+  std::string p = path;
+  if (p.size() > 6 && p.ends_with(".jsonl")) p.resize(p.size() - 6);
+  return p;
+}
+
+// Directories expand to their *.jsonl files (sorted).
+std::vector<std::string> ExpandSessions(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(in, ec)) {
+      std::vector<std::string> found;
+      for (const auto& e : std::filesystem::directory_iterator(in, ec))
+        if (e.is_regular_file() && e.path().extension() == ".jsonl")
+          found.push_back(e.path().string());
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(in);
+    }
+  }
+  return out;
+}
+
+int Run(const EvalArgs& a) {
+  std::vector<std::string> sessions = a.sessions;
+  if (!a.generate_dir.empty()) {
+    auto written = WriteEvalCorpus(a.generate_dir, a.generate_count, a.seed, a.target_tokens);
+    if (!written.ok()) return Fail(written.status());
+    if (!a.quiet)
+      fmt::print(stderr, "generated {} sessions in {}\n", written->size(), a.generate_dir);
+    if (a.no_eval) {
+      for (const std::string& p : *written) Print(p + "\n");
+      return kExitOk;
+    }
+    sessions.insert(sessions.end(), written->begin(), written->end());
+  }
+  sessions = ExpandSessions(sessions);
+  if (sessions.empty())
+    return Fail(
+        Status::InvalidArgument("no sessions given (pass files, directories or --generate DIR)"));
+
+  auto settings = ResolveSettings(a.settings);
+  if (!settings.ok()) return Fail(settings.status());
+  if (a.summarizer != "offline")
+    return Fail(Status::InvalidArgument("unknown summarizer \"" + a.summarizer +
+                                        "\" (available: offline)"));
+
+  std::vector<std::optional<Strategy>> strategies;
+  std::vector<std::string> names = a.strategies;
+  if (names.empty()) names = {"none", "summary", "user-prompts", "notes", "mask"};
+  for (const std::string& n : names) {
+    if (n == "none") {
+      strategies.push_back(std::nullopt);
+      continue;
+    }
+    auto s = ParseStrategy(n);
+    if (!s.ok()) return Fail(s.status());
+    strategies.push_back(*s);
+  }
+
+  std::map<std::string, std::vector<SessionEval>> by_strategy;
+  std::vector<std::string> order;
+  std::vector<SessionEval> all;
+  const bool tty = isatty(STDERR_FILENO) && !a.quiet;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    const std::string& path = sessions[i];
+    if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", i + 1, sessions.size(), path);
+    LoadOptions load;
+    load.on_warning = [](const LoadWarning&) {};
+    auto session = Session::Open(path, load);
+    if (!session.ok()) return Fail(session.status());
+    FactFile facts;
+    const std::string facts_path = Stem(path) + ".facts.json";
+    if (std::filesystem::exists(facts_path)) {
+      auto f = ReadFactFile(facts_path);
+      if (!f.ok()) return Fail(f.status());
+      facts = std::move(*f);
+    } else {
+      facts = ExtractFacts(**session);
+    }
+    if (a.print_facts) {
+      Print(FactFileToJson(facts));
+      continue;
+    }
+    for (const auto& strategy : strategies) {
+      EvalConfig config;
+      config.strategy = strategy;
+      config.compact.settings = *settings;
+      config.summarizer_name = a.summarizer;
+      if (strategy == Strategy::kNotes) {
+        const std::string notes = Stem(path) + ".notes.md";
+        if (std::filesystem::exists(notes)) config.compact.notes_path = notes;
+      }
+      SessionEval ev;
+      if (strategy == Strategy::kNotes && config.compact.notes_path.empty()) {
+        ev.session = path;
+        ev.strategy = "notes";
+        ev.summarizer = a.summarizer;
+        ev.skipped_reason = "no notes file (" + Stem(path) + ".notes.md)";
+      } else {
+        auto r = EvaluateSession(**session, facts, config);
+        if (!r.ok()) return Fail(r.status());
+        ev = std::move(*r);
+      }
+      if (!by_strategy.count(ev.strategy)) order.push_back(ev.strategy);
+      by_strategy[ev.strategy].push_back(ev);
+      all.push_back(std::move(ev));
+    }
+  }
+  if (tty) fmt::print(stderr, "\r\033[K");
+  if (a.print_facts) return kExitOk;
+
+  std::vector<EvalSummary> summaries;
+  for (const std::string& s : order) summaries.push_back(Summarize(by_strategy[s]));
+  if (a.json) {
+    Print(EvalJson(summaries, all));
+  } else {
+    Print(EvalTable(summaries));
+    for (const SessionEval& e : all)
+      if (!e.compacted && !e.skipped_reason.empty() && !a.quiet)
+        fmt::print(stderr, "note: {} ({}): {}\n", e.session, e.strategy, e.skipped_reason);
+  }
+  if (!a.html.empty()) {
+    std::ofstream out(a.html, std::ios::binary);
+    out << EvalHtml(summaries);
+    if (!out) return Fail(Status::IoError(a.html + ": cannot write"));
+  }
+  if (a.check) {
+    std::vector<std::string> misses;
+    bool found = false;
+    for (const EvalSummary& s : summaries) {
+      if (s.strategy != "summary") continue;
+      found = true;
+      misses = CheckTargets(s);
+    }
+    if (!found) misses.push_back("--check needs the summary strategy");
+    for (const std::string& m : misses) fmt::print(stderr, "compactor: target missed: {}\n", m);
+    if (!misses.empty()) return kExitTargetsMissed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterEval(CLI::App& app) {
+  auto args = std::make_shared<EvalArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval",
+      "Measure compaction quality: compact each session in memory and report which probe facts "
+      "the rebuilt context still holds (docs/quality.md)");
+  cmd->add_option("SESSIONS", args->sessions,
+                  "session files or directories; facts from <name>.facts.json beside each, else "
+                  "extracted by rule");
+  AddSettingsArgs(cmd, &args->settings);
+  cmd->add_option("--strategy", args->strategies,
+                  "none (no compaction: the ceiling), summary, user-prompts, notes, handoff, mask; "
+                  "repeatable (default: none summary user-prompts notes mask)")
+      ->delimiter(',');
+  cmd->add_option("--summarizer", args->summarizer, "offline (default: embedded, no network)");
+  cmd->add_flag("--json", args->json, "print the results as JSON (per strategy and per session)");
+  cmd->add_option("--html", args->html, "also write an HTML report with a bar chart per strategy");
+  cmd->add_option("--generate", args->generate_dir,
+                  "first write a generated corpus into this directory and evaluate it");
+  cmd->add_option("--sessions", args->generate_count, "sessions to generate (default 4)");
+  cmd->add_option("--seed", args->seed, "seed of the first generated session (default 1)");
+  cmd->add_option("--target-tokens", args->target_tokens,
+                  "approximate size of each generated session (default 160000)");
+  cmd->add_flag("--no-eval", args->no_eval, "with --generate: only write the corpus");
+  cmd->add_flag("--check", args->check,
+                "exit 3 when the summary strategy misses a quality target (docs/quality.md)");
+  cmd->add_flag("--print-facts", args->print_facts,
+                "print each session's facts (its .facts.json, or those extracted by rule) and "
+                "evaluate nothing");
+  cmd->add_flag("-q,--quiet", args->quiet, "no progress or notes on stderr");
+  cmd->callback([args] { ExitCode() = Run(*args); });
+}
+
+}  // namespace compactor::cli

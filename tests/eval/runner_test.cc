@@ -1,0 +1,174 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "compactor/eval.h"
+#include "compactor/summarizer.h"
+#include "support/test_util.h"
+
+namespace compactor {
+namespace {
+
+// A summarizer whose summary is fixed text: lets the test decide exactly
+// which facts survive.
+class FixedSummarizer : public Summarizer {
+ public:
+  explicit FixedSummarizer(std::string text) : text_(std::move(text)) {}
+  std::string_view name() const override { return "fixed"; }
+  Result<std::string> Summarize(const SummaryRequest&) const override { return text_; }
+
+ private:
+  std::string text_;
+};
+
+std::unique_ptr<Session> Load(const GeneratedSession& g) {
+  auto s = Session::FromString(g.jsonl, g.name + ".jsonl");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+TEST(RunnerTest, CeilingKeepsEverything) {
+  GeneratedSession g = GenerateEvalSession({2});
+  auto session = Load(g);
+  ASSERT_TRUE(session);
+  EvalConfig config;  // no strategy
+  auto ev = EvaluateSession(*session, g.facts, config);
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  EXPECT_EQ(ev->strategy, "none");
+  EXPECT_FALSE(ev->compacted);
+  EvalSummary s = Summarize({*ev});
+  EXPECT_DOUBLE_EQ(s.Retention(), 1.0);
+  EXPECT_EQ(s.stale_as_current, 0);
+  EXPECT_GE(s.stale_total, 1);
+  EXPECT_EQ(s.context_tokens_before, s.context_tokens_after);
+  EXPECT_TRUE(CheckTargets(s).empty());
+}
+
+TEST(RunnerTest, SummaryStrategyScoresWhatTheSummaryKeeps) {
+  GeneratedSession g = GenerateEvalSession({1});
+  auto session = Load(g);
+  ASSERT_TRUE(session);
+  // The summary names the goal and the stale decision only.
+  const Fact* goal = nullptr;
+  const Fact* stale = nullptr;
+  for (const Fact& f : g.facts.facts) {
+    if (f.kind == FactKind::kGoal) goal = &f;
+    if (!f.superseded_by.empty() && f.kind == FactKind::kDecision) stale = &f;
+  }
+  ASSERT_TRUE(goal && stale);
+  FixedSummarizer summarizer("## Goal\n" + goal->text + "\n\n## Decisions\n- " + stale->text +
+                             "\n");
+  EvalConfig config;
+  config.strategy = Strategy::kSummary;
+  config.compact.summarizer = &summarizer;
+  config.summarizer_name = "fixed";
+  const std::string before = (*session).ToV3Jsonl();
+  auto ev = EvaluateSession(*session, g.facts, config);
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  ASSERT_TRUE(ev->compacted) << ev->skipped_reason;
+  EXPECT_EQ(session->ToV3Jsonl(), before);  // nothing written, input untouched
+
+  int summarized = 0;
+  for (size_t i = 0; i < ev->outcomes.size(); ++i) {
+    const FactOutcome& o = ev->outcomes[i];
+    const Fact& f = g.facts.facts[i];
+    if (f.id == goal->id) {
+      EXPECT_TRUE(o.in_summarized_part);
+      EXPECT_TRUE(o.retained);
+    }
+    if (f.id == stale->id) {
+      EXPECT_TRUE(o.in_summarized_part);
+      // The replacement was summarized away too, so the summary now presents
+      // the stale decision as current.
+      EXPECT_TRUE(o.stale_as_current);
+    }
+    if (o.in_summarized_part) {
+      ++summarized;
+      // Facts of the summarized part that the summary does not name are lost,
+      // unless the pi file-operation footer lists them (files).
+      if (f.kind == FactKind::kCommand || f.kind == FactKind::kError) {
+        EXPECT_FALSE(o.retained) << f.id;
+      }
+    } else if (f.superseded_by.empty()) {
+      EXPECT_TRUE(o.retained) << f.id << " in the kept tail";
+    }
+  }
+  EXPECT_GT(summarized, 10);
+  EvalSummary s = Summarize({*ev});
+  EXPECT_LT(s.Retention(), 0.7);
+  EXPECT_GE(s.stale_as_current, 1);
+  EXPECT_GT(s.SummaryReduction(), 0.95);
+  EXPECT_GT(s.ContextReduction(), 0.5);
+  EXPECT_FALSE(CheckTargets(s).empty());
+
+  // Reports carry the same numbers.
+  auto j = nlohmann::json::parse(EvalJson({s}, {*ev}));
+  EXPECT_EQ(j["strategies"][0]["strategy"], "summary");
+  EXPECT_EQ(j["strategies"][0]["retained"], s.retained);
+  EXPECT_EQ(j["sessions"][0]["facts"].size(), g.facts.facts.size());
+  EXPECT_NE(EvalTable({s}).find("summary (fixed)"), std::string::npos);
+  EXPECT_NE(EvalHtml({s}).find("class=\"bar\""), std::string::npos);
+}
+
+TEST(RunnerTest, UnsupportedStrategyIsSkippedNotScored) {
+  GeneratedSession g = GenerateEvalSession({2, 100000});
+  auto session = Load(g);
+  ASSERT_TRUE(session);
+  FixedSummarizer summarizer("x");
+  EvalConfig config;
+  config.strategy = Strategy::kNotes;  // no notes file given
+  config.compact.summarizer = &summarizer;
+  auto ev = EvaluateSession(*session, g.facts, config);
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  EXPECT_FALSE(ev->compacted);
+  EXPECT_FALSE(ev->skipped_reason.empty());
+}
+
+// The CI quality gate: the embedded offline summarizer on a small generated
+// corpus at the default settings must meet the targets.
+TEST(QualityGateTest, OfflineSummarizerMeetsTargets) {
+  if (!NewOfflineSummarizer()) GTEST_SKIP() << "the offline summarizer is not part of this build";
+  std::vector<SessionEval> evals;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    GeneratedSession g = GenerateEvalSession({seed});
+    auto session = Load(g);
+    ASSERT_TRUE(session);
+    EvalConfig config;
+    config.strategy = Strategy::kSummary;
+    auto ev = EvaluateSession(*session, g.facts, config);
+    ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+    ASSERT_TRUE(ev->compacted) << ev->skipped_reason;
+    evals.push_back(std::move(*ev));
+  }
+  EvalSummary s = Summarize(evals);
+  std::string misses;
+  for (const std::string& m : CheckTargets(s)) misses += m + "\n";
+  EXPECT_TRUE(misses.empty()) << misses << EvalTable({s});
+}
+
+TEST(EvalCliTest, GenerateAndEvaluateTheCeiling) {
+  testing::TempDir dir;
+  auto r = testing::RunCli({"eval", "--generate", dir.path(), "--sessions", "2", "--seed", "5",
+                            "--strategy", "none", "--json", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["strategies"].size(), 1u);
+  EXPECT_EQ(j["strategies"][0]["strategy"], "none");
+  EXPECT_EQ(j["strategies"][0]["sessions"], 2);
+  EXPECT_DOUBLE_EQ(j["strategies"][0]["retention"].get<double>(), 1.0);
+  EXPECT_EQ(j["sessions"].size(), 2u);
+
+  // The same directory again, as a table, with the check and an HTML report.
+  std::string html = dir.path() + "/report.html";
+  auto t = testing::RunCli({"eval", dir.path(), "--strategy", "none", "--html", html, "-q"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("all facts"), std::string::npos);
+  EXPECT_NE(testing::ReadFileOrDie(html).find("<h2>none</h2>"), std::string::npos);
+  auto c = testing::RunCli({"eval", dir.path(), "--strategy", "none", "--check", "-q"});
+  EXPECT_EQ(c.exit_code, 3) << "--check without the summary strategy must fail";
+  auto bad = testing::RunCli({"eval", dir.path(), "--strategy", "bogus"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace compactor

@@ -1,0 +1,292 @@
+// Streamed (SSE) responses: decoding at arbitrary chunk boundaries, truncated
+// streams, error events, and end-to-end through libcurl and the fake server.
+#include "providers/stream.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "compactor/providers.h"
+#include "support/fake_llm_server.h"
+
+namespace compactor {
+namespace {
+
+using testing::FakeLlmServer;
+using testing::FakeReply;
+using ::testing::HasSubstr;
+
+ModelConfig Model(ProviderKind kind) {
+  ModelConfig m;
+  m.name = std::string("streamer");
+  m.provider = kind;
+  m.model_id = "model-s";
+  m.stream = true;
+  return m;
+}
+
+const char* kChatStream =
+    "data: "
+    "{\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}"
+    "\n\n"
+    "data: {\"choices\":[{\"delta\":{\"content\":\"Hello \"},\"finish_reason\":null}]}\n\n"
+    ": keep-alive\n\n"
+    "data: {\"choices\":[{\"delta\":{\"content\":\"w\xC3\xB6rld\"},\"finish_reason\":null}]}\n\n"
+    "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2}}\n\n"
+    "data: [DONE]\n\n";
+
+const char* kAnthropicStream =
+    "event: message_start\r\n"
+    "data: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":50,"
+    "\"output_tokens\":1,\"cache_read_input_tokens\":7}}}\r\n\r\n"
+    "event: content_block_start\r\n"
+    "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\","
+    "\"thinking\":\"\"}}\r\n\r\n"
+    "event: content_block_delta\r\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\","
+    "\"thinking\":\"hmm\"}}\r\n\r\n"
+    "event: content_block_start\r\n"
+    "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\","
+    "\"text\":\"\"}}\r\n\r\n"
+    "event: content_block_delta\r\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\","
+    "\"text\":\"Sum\"}}\r\n\r\n"
+    "event: ping\r\ndata: {\"type\":\"ping\"}\r\n\r\n"
+    "event: content_block_delta\r\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\","
+    "\"text\":\"mary\"}}\r\n\r\n"
+    "event: message_delta\r\n"
+    "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{"
+    "\"output_tokens\":12}}\r\n\r\n"
+    "event: message_stop\r\ndata: {\"type\":\"message_stop\"}\r\n\r\n";
+
+std::string ResponsesStream() {
+  std::string completed = FakeLlmServer::ResponsesReply("Full text", 30, 4);
+  return "event: response.created\ndata: {\"type\":\"response.created\"}\n\n"
+         "event: response.output_text.delta\n"
+         "data: {\"type\":\"response.output_text.delta\",\"delta\":\"Full \"}\n\n"
+         "event: response.output_text.delta\n"
+         "data: {\"type\":\"response.output_text.delta\",\"delta\":\"text\"}\n\n"
+         "event: response.completed\n"
+         "data: {\"type\":\"response.completed\",\"response\":" +
+         completed + "}\n\n";
+}
+
+// Feeds `body` in pieces of `step` bytes.
+Result<LlmResponse> Decode(const ModelConfig& m, const std::string& body, size_t step) {
+  providers::StreamDecoder d(m);
+  for (size_t i = 0; i < body.size(); i += step) d.Feed(std::string_view(body).substr(i, step));
+  return d.Finish();
+}
+
+TEST(StreamDecodeTest, ChatAtEveryChunkSize) {
+  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  for (size_t step : {1, 2, 7, 64, 100000}) {
+    auto r = Decode(m, kChatStream, step);
+    ASSERT_TRUE(r.ok()) << step << r.status().ToString();
+    EXPECT_EQ(r->text, "Hello w\xC3\xB6rld") << step;
+    EXPECT_EQ(r->stop_reason, "stop");
+    EXPECT_EQ(r->usage.input, 10);
+    EXPECT_EQ(r->usage.output, 2);
+  }
+}
+
+TEST(StreamDecodeTest, AnthropicTextBlocksOnlyCrlf) {
+  ModelConfig m = Model(ProviderKind::kAnthropic);
+  for (size_t step : {1, 3, 50, 100000}) {
+    auto r = Decode(m, kAnthropicStream, step);
+    ASSERT_TRUE(r.ok()) << step << r.status().ToString();
+    EXPECT_EQ(r->text, "Summary");
+    EXPECT_EQ(r->stop_reason, "stop");
+    EXPECT_EQ(r->usage.input, 50);
+    EXPECT_EQ(r->usage.cache_read, 7);
+    EXPECT_EQ(r->usage.output, 12);
+  }
+}
+
+TEST(StreamDecodeTest, ResponsesUsesTheCompletedResponse) {
+  ModelConfig m = Model(ProviderKind::kOpenAiResponses);
+  auto r = Decode(m, ResponsesStream(), 5);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->text, "Full text");
+  EXPECT_EQ(r->usage.input, 30);
+}
+
+TEST(StreamDecodeTest, TruncatedStreamsAreErrors) {
+  struct Case {
+    ProviderKind kind;
+    std::string body;
+  } cases[] = {
+      {ProviderKind::kAnthropic,
+       std::string(kAnthropicStream)
+           .substr(0, std::string(kAnthropicStream).find("event: message_delta"))},
+      {ProviderKind::kOpenAiChat,
+       std::string(kChatStream)
+           .substr(0, std::string(kChatStream).find("data: {\"choices\":[{\"delta\":{},"))},
+      {ProviderKind::kOpenAiResponses,
+       ResponsesStream().substr(0, ResponsesStream().find("event: response.completed"))},
+      // cut in the middle of an event's JSON
+      {ProviderKind::kAnthropic, std::string(kAnthropicStream).substr(0, 200)},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseProviderStream(Model(c.kind), c.body);
+    ASSERT_FALSE(r.ok()) << ProviderKindName(c.kind);
+    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+    EXPECT_THAT(r.status().message(), HasSubstr("stream ended before the response was complete"));
+  }
+  EXPECT_THAT(ParseProviderStream(Model(ProviderKind::kAnthropic), "").status().message(),
+              HasSubstr("empty stream"));
+}
+
+TEST(StreamDecodeTest, ChatWithoutDoneButWithFinishIsComplete) {
+  std::string body(kChatStream);
+  body = body.substr(0, body.find("data: [DONE]"));
+  auto r = ParseProviderStream(Model(ProviderKind::kOpenAiChat), body);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->text, "Hello w\xC3\xB6rld");
+}
+
+TEST(StreamDecodeTest, ErrorEvents) {
+  auto overloaded = ParseProviderStream(
+      Model(ProviderKind::kAnthropic),
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n"
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+      "\"message\":\"Overloaded\"}}\n\n");
+  ASSERT_TRUE(overloaded.ok());
+  EXPECT_EQ(overloaded->stop_reason, "error");
+  EXPECT_EQ(overloaded->error_message, "Overloaded");
+  EXPECT_TRUE(overloaded->transient);
+  auto too_long = ParseProviderStream(
+      Model(ProviderKind::kAnthropic),
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+      "\"message\":\"prompt is too long: 300000 tokens > 200000 maximum\"}}\n\n");
+  ASSERT_TRUE(too_long.ok());
+  EXPECT_FALSE(too_long->transient);
+  auto chat =
+      ParseProviderStream(Model(ProviderKind::kOpenAiChat),
+                          "data: {\"error\":{\"message\":\"context length exceeded\"}}\n\n");
+  ASSERT_TRUE(chat.ok());
+  EXPECT_EQ(chat->error_message, "context length exceeded");
+}
+
+TEST(StreamDecodeTest, StreamRequestBodies) {
+  LlmRequest r;
+  r.system_prompt = "S";
+  r.messages.push_back(LlmMessage::UserText("u"));
+  r.max_tokens = 5;
+  ModelConfig chat = Model(ProviderKind::kOpenAiChat);
+  chat.base_url = "http://h/v1";
+  EXPECT_THAT(BuildProviderRequest(chat, r, "")->body,
+              HasSubstr(R"("stream":true,"stream_options":{"include_usage":true}})"));
+  ModelConfig ant = Model(ProviderKind::kAnthropic);
+  EXPECT_THAT(BuildProviderRequest(ant, r, "")->body, ::testing::EndsWith(R"(,"stream":true})"));
+  ModelConfig resp = Model(ProviderKind::kOpenAiResponses);
+  EXPECT_THAT(BuildProviderRequest(resp, r, "")->body,
+              HasSubstr(R"("store":false,"stream":true})"));
+  ModelConfig remote = Model(ProviderKind::kRemote);
+  EXPECT_THAT(BuildProviderRequest(remote, r, "")->body, ::testing::Not(HasSubstr("stream")));
+}
+
+// --- end to end ------------------------------------------------------------
+
+class StreamCallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.Start());
+    options_.transport = NewCurlTransport();
+    options_.clock = clock_;
+  }
+  ModelConfig Served(ProviderKind kind) {
+    ModelConfig m = Model(kind);
+    m.base_url = server_.base_url() + (kind == ProviderKind::kAnthropic ? "" : "/v1");
+    m.timeout_ms = 5000;
+    return m;
+  }
+  static std::vector<std::string> Split(const std::string& s, size_t n) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < s.size(); i += n) out.push_back(s.substr(i, n));
+    return out;
+  }
+  class NoSleep : public RetryClock {
+   public:
+    std::chrono::system_clock::time_point Now() override { return {}; }
+    bool SleepFor(std::chrono::milliseconds, const std::function<bool()>&) override {
+      ++sleeps;
+      return true;
+    }
+    int sleeps = 0;
+  };
+  FakeLlmServer server_;
+  std::shared_ptr<NoSleep> clock_ = std::make_shared<NoSleep>();
+  CallOptions options_;
+};
+
+TEST_F(StreamCallTest, ChunkedAnthropicStream) {
+  FakeReply reply(200, "", "text/event-stream");
+  reply.chunks = Split(kAnthropicStream, 37);
+  server_.Push(reply);
+  ModelConfig m = Served(ProviderKind::kAnthropic);
+  SummaryRequestText text{"sys", "<conversation>\nx\n</conversation>", 100, ""};
+  auto r = CompleteSummary(std::span(&m, 1), text, options_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "Summary");
+  auto body = nlohmann::json::parse(server_.requests()[0].body);
+  EXPECT_EQ(body["stream"], true);
+}
+
+TEST_F(StreamCallTest, TruncatedStreamIsRetried) {
+  std::string full = kChatStream;
+  FakeReply cut(200, "", "text/event-stream");
+  cut.chunks = Split(full.substr(0, full.find("w\xC3\xB6rld")), 20);  // ends mid-event
+  server_.Push(cut);
+  FakeReply whole(200, "", "text/event-stream");
+  whole.chunks = Split(full, 50);
+  server_.Push(whole);
+  ModelConfig m = Served(ProviderKind::kOpenAiChat);
+  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
+  EXPECT_EQ(out.result->text, "Hello w\xC3\xB6rld");
+  EXPECT_EQ(out.attempts, 2);
+  EXPECT_EQ(clock_->sleeps, 1);
+}
+
+TEST_F(StreamCallTest, OverloadedEventIsRetriedTooLongIsOverflow) {
+  server_.Push(FakeReply(200,
+                         "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+                         "\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+                         "text/event-stream"));
+  server_.Push(FakeReply(200,
+                         "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+                         "\"invalid_request_error\",\"message\":\"prompt is too long: 300000 "
+                         "tokens > 200000 maximum\"}}\n\n",
+                         "text/event-stream"));
+  ModelConfig m = Served(ProviderKind::kAnthropic);
+  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  ASSERT_FALSE(out.result.ok());
+  EXPECT_EQ(out.attempts, 2);
+  EXPECT_TRUE(out.failure.overflow.overflow);
+}
+
+TEST_F(StreamCallTest, ErrorStatusBodyStillClassified) {
+  server_.Push(FakeReply(
+      400,
+      R"({"error":{"message":"Your input exceeds the context window of this model.","code":"context_length_exceeded"}})"));
+  ModelConfig m = Served(ProviderKind::kOpenAiResponses);
+  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  ASSERT_FALSE(out.result.ok());
+  EXPECT_TRUE(out.failure.overflow.overflow);
+  EXPECT_THAT(out.result.status().message(), HasSubstr("400 {\"error\""));
+}
+
+TEST_F(StreamCallTest, JsonAnswerToAStreamRequestIsAccepted) {
+  server_.Push(FakeReply(200, FakeLlmServer::ChatReply("not streamed")));
+  ModelConfig m = Served(ProviderKind::kOpenAiChat);
+  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
+  EXPECT_EQ(out.result->text, "not streamed");
+}
+
+}  // namespace
+}  // namespace compactor
