@@ -181,7 +181,9 @@ int64_t EstimateTextTokens(std::string_view text);
 // exceed request.max_input_tokens, the messages are split into consecutive
 // chunks that fit, the first summarized as history (or update when a previous
 // summary exists) and each next chunk as an update of the running summary
-// (A5: "summarize in several passes"). Other kinds make one call.
+// (A5: "summarize in several passes"). Other kinds make one call. An update
+// whose messages hold nothing returns the previous summary without a call
+// (oh-my-pi's rule); any other empty request is kFailedPrecondition.
 Result<std::string> SummarizeInPasses(const Summarizer& summarizer, const SummaryRequest& request);
 
 // Split-turn merge (A5, exact): history + divider + turn-prefix summary.

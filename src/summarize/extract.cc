@@ -256,6 +256,36 @@ std::set<std::string> ContentWords(std::string_view lower) {
   return out;
 }
 
+// The first content word of a phrase, in text order, unless it is an action
+// (a gerund) or too generic to identify what was replaced.
+std::string FirstSpecificWord(std::string_view phrase) {
+  // Qualifiers are skipped ("the old npm scripts" -> npm); generic nouns end
+  // the search empty-handed.
+  static const std::set<std::string> kQualifiers = {
+      "whole",    "entire", "current",  "old",    "new",    "default",
+      "existing", "other",  "previous", "first",  "last",   "plain",
+      "simple",   "manual", "separate", "single", "global", "local"};
+  static const std::set<std::string> kGeneric = {
+      "file",     "files",  "code",     "thing",    "things", "way",    "one",
+      "approach", "method", "function", "data",     "value",  "values", "line",
+      "lines",    "output", "input",    "version",  "tool",   "tools",  "step",
+      "steps",    "option", "options",  "solution", "idea"};
+  size_t i = 0;
+  while (i < phrase.size()) {
+    while (i < phrase.size() && std::isspace(static_cast<unsigned char>(phrase[i]))) ++i;
+    size_t b = i;
+    while (i < phrase.size() && !std::isspace(static_cast<unsigned char>(phrase[i]))) ++i;
+    std::set<std::string> words = ContentWords(phrase.substr(b, i - b));
+    if (words.empty()) continue;  // "the", "using"
+    const std::string& w = *words.begin();
+    if (kQualifiers.count(w)) continue;
+    bool gerund = w.size() > 5 && w.compare(w.size() - 3, 3, "ing") == 0;
+    if (gerund || kGeneric.count(w)) return "";
+    return w;
+  }
+  return "";
+}
+
 // Words named as the thing being replaced ("instead of tabs" -> {tabs}).
 std::set<std::string> ReplacedTerms(std::string_view lower) {
   std::set<std::string> out;
@@ -283,7 +313,11 @@ std::set<std::string> ReplacedTerms(std::string_view lower) {
         size_t s = phrase.find(stop);
         if (s != std::string_view::npos) phrase = phrase.substr(0, s);
       }
-      for (const std::string& w : ContentWords(phrase)) out.insert(w);
+      // The thing replaced is the phrase's first specific word ("instead of
+      // the HashMap" -> hashmap); "instead of loading the whole file" names an
+      // action, and generic nouns would retire unrelated statements.
+      std::string term = FirstSpecificWord(phrase);
+      if (!term.empty()) out.insert(std::move(term));
       p = FindPhrase(lower, Trim(marker), p + 1);
     }
   }

@@ -313,8 +313,14 @@ Result<SummaryPrompt> BuildSummaryPrompt(const SummaryRequest& request) {
 }
 
 Result<std::string> SummarizeInPasses(const Summarizer& summarizer, const SummaryRequest& request) {
-  RETURN_IF_ERROR(CheckSummarizable(request));
   SummaryKind kind = EffectiveKind(request);
+  Status summarizable = CheckSummarizable(request);
+  if (!summarizable.ok()) {
+    // Nothing new since the previous summary (a split turn whose history was
+    // all summarized before): the previous summary stands, no call is made.
+    if (kind == SummaryKind::kUpdate) return request.previous_summary;
+    return summarizable;
+  }
   bool chainable = kind == SummaryKind::kHistory || kind == SummaryKind::kUpdate;
   if (!chainable || request.max_input_tokens <= 0) return summarizer.Summarize(request);
 

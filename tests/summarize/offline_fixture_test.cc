@@ -44,9 +44,15 @@ std::vector<Message> HistorySpan(const Case& c) {
   ContextOptions o;
   o.leaf_id = golden["leafId"].get<std::string>();
   auto s = Session::Open(sp);
-  EXPECT_TRUE(s.ok());
+  if (!s.ok()) {
+    ADD_FAILURE() << s.status().ToString();
+    return {};
+  }
   auto ctx = BuildSessionContext(**s, o);
-  EXPECT_TRUE(ctx.ok());
+  if (!ctx.ok()) {
+    ADD_FAILURE() << ctx.status().ToString();
+    return {};
+  }
   int64_t end = golden["preparation"]["turnStartIndexInPath"].get<int64_t>();
   std::vector<int64_t> pos((*s)->size(), -1);
   for (size_t i = 0; i < ctx->path.size(); ++i) pos[ctx->path[i]] = static_cast<int64_t>(i);
@@ -55,7 +61,10 @@ std::vector<Message> HistorySpan(const Case& c) {
     if (cm.role == Role::kCompactionSummary) continue;
     if (pos[cm.entry_index] >= end) break;
     auto m = ParseMessage(cm.json());
-    EXPECT_TRUE(m.ok());
+    if (!m.ok()) {
+      ADD_FAILURE() << m.status().ToString();
+      return {};
+    }
     out.push_back(std::move(*m));
   }
   EXPECT_EQ(out.size(), golden["preparation"]["messagesToSummarize"].get<size_t>());

@@ -506,3 +506,27 @@ TEST(OfflineSummarizer, UpdateReadsAnLlmWrittenPreviousSummary) {
 
 }  // namespace
 }  // namespace compactor
+
+namespace compactor {
+namespace {
+
+TEST(OfflineSummarizer, InsteadOfAnActionRetiresNothing) {
+  std::vector<Message> msgs = {
+      User("Add streaming support. Don't modify the config file format."),
+      Assistant({Text("I'll use a streaming reader instead of loading the whole file because "
+                      "inputs can be huge.")}),
+      User("Use the old npm scripts for the build."),
+      Assistant({Text("Done.")}),
+      User("Use pnpm rather than the old npm scripts from now on."),
+  };
+  std::string s = Summarize(msgs);
+  SCOPED_TRACE(s);
+  EXPECT_TRUE(
+      Has(Section(s, "## Constraints & Preferences"), "Don't modify the config file format."));
+  EXPECT_TRUE(Has(Section(s, "## Key Decisions"), "streaming reader"));
+  EXPECT_FALSE(Has(s, "Use the old npm scripts for the build."));
+  EXPECT_TRUE(Has(Section(s, "## Constraints & Preferences"), "Use pnpm rather than"));
+}
+
+}  // namespace
+}  // namespace compactor

@@ -211,6 +211,12 @@ TEST(Prompts, SummarizeInPassesChainsChunksWithinTheWindow) {
   req.messages = {};
   EXPECT_EQ(SummarizeInPasses(none, req).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(none.calls.empty());
+  // ... and with a previous summary, that summary stands (still no call).
+  req.previous_summary = "## Goal\nearlier";
+  auto kept = SummarizeInPasses(none, req);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, "## Goal\nearlier");
+  EXPECT_TRUE(none.calls.empty());
 }
 
 TEST(Prompts, SummarizeInPassesWorksWithTheOfflineSummarizer) {

@@ -46,7 +46,10 @@ Prepared Prepare(const Session& s, const nlohmann::json& golden) {
   ContextOptions o;
   o.leaf_id = golden["leafId"].get<std::string>();
   auto ctx = BuildSessionContext(s, o);
-  EXPECT_TRUE(ctx.ok()) << ctx.status().ToString();
+  if (!ctx.ok()) {
+    ADD_FAILURE() << ctx.status().ToString();
+    return {};
+  }
   const std::vector<size_t>& path = ctx->path;
   std::vector<int64_t> pos(s.size(), -1);
   for (size_t i = 0; i < path.size(); ++i) pos[path[i]] = static_cast<int64_t>(i);
@@ -68,7 +71,10 @@ Prepared Prepare(const Session& s, const nlohmann::json& golden) {
     if (cm.role == Role::kCompactionSummary) continue;
     int64_t p = pos[cm.entry_index];
     auto m = ParseMessage(cm.json());
-    EXPECT_TRUE(m.ok());
+    if (!m.ok()) {
+      ADD_FAILURE() << m.status().ToString();
+      return {};
+    }
     if (p >= boundary && p < history_end) out.history.push_back(*m);
     if (split && p >= turn_start && p < first_kept) out.prefix.push_back(*m);
   }
