@@ -38,6 +38,9 @@ struct ContextEstimate {
   double usage_tokens = 0;      // from the last valid assistant usage, 0 if none
   int64_t trailing_tokens = 0;  // Σ estimate of messages after it (or of all)
   std::optional<size_t> last_usage_index;
+  // The estimate of each message, in context order (reused by preparation so
+  // no message is measured twice).
+  std::vector<int64_t> per_message;
 };
 
 // pi's estimateContextTokens over the rebuilt context.

@@ -155,12 +155,14 @@ Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOpt
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
                                         const PrepareOptions& options);
 
-// The light view of `path` used by the cut-point functions. Token estimates are
+// The light view of `path` used by the cut-point functions. `context_estimates`
+// (ContextEstimate::per_message for `context`) avoids measuring messages twice. Token estimates are
 // computed from path index `from` on (entries before a compaction boundary are
 // never measured, and a long history would make this the slowest step).
 std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<size_t>& path,
                                      const SessionContext& context, size_t from = 0,
-                                     const TokenCounter& counter = TokenCounter());
+                                     const TokenCounter& counter = TokenCounter(),
+                                     const std::vector<int64_t>* context_estimates = nullptr);
 
 }  // namespace compactor
 

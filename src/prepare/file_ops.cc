@@ -1,5 +1,7 @@
 #include "compactor/file_ops.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -124,22 +126,27 @@ void ExtractFileOps(const Message& message, FileOps& ops) {
 }
 
 void ExtractFileOpsFromJson(std::string_view message_json, FileOps& ops) {
-  Json m = ParseOrNull(message_json);
-  if (!m.is_object()) return;
-  auto role = m.find("role");
-  if (role == m.end() || !role->is_string() || *role != "assistant") return;
-  auto content = m.find("content");
-  if (content == m.end() || !content->is_array()) return;
-  for (const Json& block : *content) {
-    if (!block.is_object()) continue;
-    auto type = block.find("type");
-    auto name = block.find("name");
-    auto args = block.find("arguments");
-    if (type == block.end() || *type != "toolCall" || name == block.end() || !name->is_string() ||
-        args == block.end()) {
-      continue;
+  // Most messages call no tool: skip them without parsing.
+  if (message_json.find("\"toolCall\"") == std::string_view::npos) return;
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element m;
+  if (parser.parse(message_json.data(), message_json.size(), true).get(m)) return;
+  std::string_view role;
+  if (m["role"].get(role) || role != "assistant") return;
+  simdjson::dom::array content;
+  if (m["content"].get(content)) return;
+  for (simdjson::dom::element block : content) {
+    std::string_view type, name, path;
+    if (block["type"].get(type) || type != "toolCall") continue;
+    if (block["name"].get(name) || !IsFileTool(name)) continue;
+    if (block["arguments"]["path"].get(path) || path.empty()) continue;
+    if (name == "read") {
+      ops.read.emplace(path);
+    } else if (name == "write") {
+      ops.written.emplace(path);
+    } else {
+      ops.edited.emplace(path);
     }
-    AddPath(*args, name->get<std::string>(), ops);
   }
 }
 

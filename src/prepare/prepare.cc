@@ -24,6 +24,11 @@ class ContextIndex {
     auto it = by_entry_.find(entry_index);
     return it == by_entry_.end() ? nullptr : &context_.messages[it->second];
   }
+  // Position of the entry's message in the context, or -1.
+  long Position(size_t entry_index) const {
+    auto it = by_entry_.find(entry_index);
+    return it == by_entry_.end() ? -1 : static_cast<long>(it->second);
+  }
 
  private:
   const SessionContext& context_;
@@ -84,7 +89,8 @@ CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t e
 
 std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<size_t>& path,
                                      const SessionContext& context, size_t from,
-                                     const TokenCounter& counter) {
+                                     const TokenCounter& counter,
+                                     const std::vector<int64_t>* context_estimates) {
   ContextIndex index(context);
   std::vector<CutEntry> out(path.size());
   for (size_t i = 0; i < path.size(); ++i) {
@@ -93,7 +99,10 @@ std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<s
     c.type = e.type;
     c.role = e.type == EntryType::kMessage ? e.role : Role::kOther;
     if (i < from) continue;  // before the boundary: never measured
-    if (e.type == EntryType::kMessage) {
+    long pos = context_estimates ? index.Position(path[i]) : -1;
+    if (pos >= 0 && static_cast<size_t>(pos) < context_estimates->size()) {
+      c.tokens = (*context_estimates)[static_cast<size_t>(pos)];
+    } else if (e.type == EntryType::kMessage) {
       c.tokens = counter.Message(session.MessageJson(path[i]));
     } else if (e.type == EntryType::kCustomMessage || e.type == EntryType::kBranchSummary) {
       if (const ContextMessage* m = index.Find(path[i])) c.tokens = counter.Message(m->json());
@@ -164,8 +173,8 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   prep.boundary_start_path_index = boundary;
   prep.tokens_before = result.estimate.tokens;
 
-  std::vector<CutEntry> cut_entries =
-      MakeCutEntries(session, path, result.context, boundary, counter);
+  std::vector<CutEntry> cut_entries = MakeCutEntries(session, path, result.context, boundary,
+                                                     counter, &result.estimate.per_message);
   CutPoint cut = SelectCut(cut_entries, boundary, path.size(), policy, options);
   prep.first_kept_path_index = cut.first_kept_index;
   prep.first_kept_entry_index = path[cut.first_kept_index];

@@ -248,6 +248,7 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
   size_t from = est.last_usage_index ? *est.last_usage_index + 1 : 0;
   for (size_t i = from; i < messages.size(); ++i) est.trailing_tokens += per[i];
   est.tokens = est.usage_tokens + static_cast<double>(est.trailing_tokens);
+  est.per_message = std::move(per);
   return est;
 }
 
