@@ -121,6 +121,14 @@ for f in "${files[@]}"; do
   echo "timing $name ..." >&2
   read -r p_ms p_cpu p_kb < <(measure "$pi_runs" - "$oracle" harness.mjs "$f" 20000 16384 --messages none)
   while IFS='|' read -r label src args; do
+    # A command that fails (e.g. a strategy missing from this build) gets a row saying so.
+    try=${args//@COPY@/$work/try.jsonl}
+    [ "$src" = - ] || cp "$src" "$work/try.jsonl"
+    # shellcheck disable=SC2086
+    if ! "$compactor" $try >/dev/null 2>"$work/err"; then
+      echo "| $name | - | $label | failed: $(head -n 1 "$work/err" | tr '|' '/') | | | | | | | |" >>"$table"
+      continue
+    fi
     # shellcheck disable=SC2086
     read -r c_ms c_cpu c_kb < <(measure "$runs" "$src" "$compactor" $args)
     row "$name" "$bytes" "$label" "$c_ms" "$c_cpu" "$c_kb" "$p_ms" "$p_cpu" "$p_kb" >>"$table"
