@@ -11,7 +11,9 @@ int main(int argc, char** argv) {
       "compactor: keeps LLM agent sessions (pi session files) inside their context window"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "compactor 0.1.0");
-  app.footer("Exit codes: 0 ok, 1 input error (unreadable or invalid session), 2 usage error.");
+  app.footer(
+      "Exit codes: 0 ok, 1 input error (unreadable or invalid session), 2 usage error, 3 eval "
+      "--check target missed.");
   RegisterContext(app);
   RegisterStats(app);
   RegisterTree(app);
