@@ -98,10 +98,11 @@ constexpr std::array<std::string_view, 14> kReplacedMarkers = {
     "no longer use ", "not use ",      "don't use ",   "do not use ",     "replace ",
     "drop ",          "forget about ", "no more ",     "move away from "};
 
-constexpr std::array<std::string_view, 13> kStrongDecisionCues = {
+constexpr std::array<std::string_view, 17> kStrongDecisionCues = {
     "decided",     "decision",     "i'll go with",   "we'll go with", "going with",
     "go with",     "chose",        "chosen",         "opted",         "settled on",
-    "in favor of", "in favour of", "the approach is"};
+    "in favor of", "in favour of", "the approach is", "settled:",     "design choice",
+    "plan:",       "the plan is"};
 
 constexpr std::array<std::string_view, 12> kWeakDecisionCues = {
     "i'll use",  "i will use",   "we'll use",  "we will use", "let's use", "lets use",
