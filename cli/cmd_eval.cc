@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "common.h"
 #include "compactor/eval.h"
+#include "compactor/providers.h"
 
 namespace compactor::cli {
 namespace {
@@ -23,6 +24,7 @@ struct EvalArgs {
   SettingsArgs settings;
   std::vector<std::string> strategies;
   std::string summarizer = "offline";
+  std::string judge;
   bool json = false;
   std::string html;
   std::string generate_dir;
@@ -80,9 +82,23 @@ int Run(const EvalArgs& a) {
 
   auto settings = ResolveSettings(a.settings);
   if (!settings.ok()) return Fail(settings.status());
-  if (a.summarizer != "offline")
-    return Fail(Status::InvalidArgument("unknown summarizer \"" + a.summarizer +
-                                        "\" (available: offline)"));
+  auto summarizer =
+      MakeSummarizer(a.summarizer, a.settings.settings_file, settings->reserve_tokens);
+  if (!summarizer.ok()) return Fail(summarizer.status());
+  std::unique_ptr<ProbeJudge> judge;
+  if (!a.judge.empty()) {
+    if (a.settings.settings_file.empty())
+      return Fail(Status::InvalidArgument(
+          "--judge names a model: give the settings file that defines it (--settings FILE)"));
+    std::ifstream in(a.settings.settings_file, std::ios::binary);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    auto models = ParseModelConfigs(buf.str());
+    if (!models.ok()) return Fail(models.status());
+    auto candidates = ResolveCandidates(*models, a.judge);
+    if (!candidates.ok()) return Fail(Status::InvalidArgument(candidates.status().message()));
+    judge = NewLlmProbeJudge(std::move(candidates).value());
+  }
 
   std::vector<std::optional<Strategy>> strategies;
   std::vector<std::string> names = a.strategies;
@@ -126,6 +142,8 @@ int Run(const EvalArgs& a) {
       config.strategy = strategy;
       config.compact.settings = *settings;
       config.summarizer_name = a.summarizer;
+      config.compact.summarizer = summarizer->get();
+      config.judge = judge.get();
       if (strategy == Strategy::kNotes) {
         const std::string notes = Stem(path) + ".notes.md";
         if (std::filesystem::exists(notes)) config.compact.notes_path = notes;
@@ -195,7 +213,12 @@ void RegisterEval(CLI::App& app) {
                   "none (no compaction: the ceiling), summary, user-prompts, notes, handoff, mask; "
                   "repeatable (default: none summary user-prompts notes mask)")
       ->delimiter(',');
-  cmd->add_option("--summarizer", args->summarizer, "offline (default: embedded, no network)");
+  cmd->add_option(
+      "--summarizer", args->summarizer,
+      "offline (default: embedded, no network) or a model from the settings file's \"models\"");
+  cmd->add_option(
+      "--judge", args->judge,
+      "score probe questions with this model from the settings file's \"models\" (LLM judge)");
   cmd->add_flag("--json", args->json, "print the results as JSON (per strategy and per session)");
   cmd->add_option("--html", args->html, "also write an HTML report with a bar chart per strategy");
   cmd->add_option("--generate", args->generate_dir,

@@ -17,6 +17,7 @@
 
 #include "compactor/compact.h"
 #include "compactor/context.h"
+#include "compactor/providers.h"
 #include "compactor/session.h"
 #include "compactor/status.h"
 
@@ -190,6 +191,10 @@ class ProbeJudge {
   virtual Result<double> Score(std::string_view context_text,
                                const ProbeQuestion& question) const = 0;
 };
+
+// A judge backed by configured LLM models (providers.h): sends
+// BuildJudgePrompt's text through CompleteSummary and parses "SCORE: n".
+std::unique_ptr<ProbeJudge> NewLlmProbeJudge(std::vector<ModelConfig> candidates);
 
 // ---------------------------------------------------------------------------
 // Runner
