@@ -99,10 +99,9 @@ constexpr std::array<std::string_view, 14> kReplacedMarkers = {
     "drop ",          "forget about ", "no more ",     "move away from "};
 
 constexpr std::array<std::string_view, 17> kStrongDecisionCues = {
-    "decided",     "decision",     "i'll go with",   "we'll go with", "going with",
-    "go with",     "chose",        "chosen",         "opted",         "settled on",
-    "in favor of", "in favour of", "the approach is", "settled:",     "design choice",
-    "plan:",       "the plan is"};
+    "decided",         "decision", "i'll go with",  "we'll go with", "going with",  "go with",
+    "chose",           "chosen",   "opted",         "settled on",    "in favor of", "in favour of",
+    "the approach is", "settled:", "design choice", "plan:",         "the plan is"};
 
 constexpr std::array<std::string_view, 12> kWeakDecisionCues = {
     "i'll use",  "i will use",   "we'll use",  "we will use", "let's use", "lets use",
