@@ -33,19 +33,13 @@ void RegisterStats(CLI::App& app) {
                   "measure the context of this entry instead of the file's leaf");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] {
-    auto loaded = LoadSession(args->session);
+    auto loaded = LoadWithContext(args->session, args->leaf);
     if (!loaded.ok()) {
       ExitCode() = Fail(loaded.status());
       return;
     }
-    const Session& s = **loaded;
-    ContextOptions options;
-    if (!args->leaf.empty()) options.leaf_id = args->leaf;
-    auto ctx = BuildSessionContext(s, options);
-    if (!ctx.ok()) {
-      ExitCode() = Fail(ctx.status());
-      return;
-    }
+    const Session& s = *loaded->session;
+    const SessionContext* ctx = &loaded->context;
     std::map<std::string, int64_t> by_type, by_role;
     int64_t compactions = 0, branch_summaries = 0;
     for (const Entry& e : s.entries()) {

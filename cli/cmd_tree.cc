@@ -83,19 +83,13 @@ void RegisterTree(CLI::App& app) {
   cmd->add_option("--width", args->width, "characters of message text per line (default 72)");
   cmd->add_flag("--json", args->json, "print the tree as JSON {id,type,label,active,children}");
   cmd->callback([args] {
-    auto loaded = LoadSession(args->session);
+    auto loaded = LoadWithContext(args->session, args->leaf);
     if (!loaded.ok()) {
       ExitCode() = Fail(loaded.status());
       return;
     }
-    const Session& s = **loaded;
-    ContextOptions options;
-    if (!args->leaf.empty()) options.leaf_id = args->leaf;
-    auto ctx = BuildSessionContext(s, options);
-    if (!ctx.ok()) {
-      ExitCode() = Fail(ctx.status());
-      return;
-    }
+    const Session& s = *loaded->session;
+    const SessionContext* ctx = &loaded->context;
     std::unordered_set<size_t> active(ctx->path.begin(), ctx->path.end());
     auto children = s.Children();
     const size_t width = static_cast<size_t>(std::max(args->width, 10));

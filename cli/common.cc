@@ -104,6 +104,17 @@ Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
   return NewLlmSummarizer(std::move(o));
 }
 
+Result<SessionWithContext> LoadWithContext(const SessionArgs& args, const std::string& leaf,
+                                           bool expand) {
+  SessionWithContext out;
+  ASSIGN_OR_RETURN(out.session, LoadSession(args));
+  ContextOptions options;
+  if (!leaf.empty()) options.leaf_id = leaf;
+  options.expand_compactions = expand;
+  ASSIGN_OR_RETURN(out.context, BuildSessionContext(*out.session, options));
+  return out;
+}
+
 int Fail(const Status& s) {
   fmt::print(stderr, "compactor: {}\n", s.message());
   return s.code() == StatusCode::kInvalidArgument ? kExitUsageError : kExitInputError;

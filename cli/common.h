@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "compactor/context.h"
 #include "compactor/session.h"
 #include "compactor/settings.h"
 #include "compactor/status.h"
@@ -35,6 +36,14 @@ void AddSessionArgs(CLI::App* cmd, SessionArgs* args);
 // Loads a session; warnings go to stderr (at most 20 lines plus a count).
 // Shows progress on a terminal for large files.
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args);
+
+// A loaded session with the context at `leaf` (empty = the file's leaf).
+struct SessionWithContext {
+  std::unique_ptr<Session> session;
+  SessionContext context;
+};
+Result<SessionWithContext> LoadWithContext(const SessionArgs& args, const std::string& leaf,
+                                           bool expand = false);
 
 // Compaction settings: a settings file plus per-option overrides.
 struct SettingsArgs {

@@ -313,6 +313,27 @@ Result<ComputedCompaction> ComputeNotes(const Session& session, const CompactOpt
   return out;
 }
 
+// What strategies that work on the whole rebuilt context (user-prompts,
+// handoff, mask) measure first: the context, the counter and its size.
+struct MeasuredContext {
+  SessionContext ctx;
+  TokenCounter counter;
+  ContextEstimate est;
+};
+
+Result<MeasuredContext> MeasureContext(const Session& session, const CompactOptions& o, bool expand,
+                                       CompactionResult* r) {
+  ContextOptions co;
+  co.leaf_id = o.leaf_id;
+  co.expand_compactions = expand;
+  MeasuredContext m;
+  ASSIGN_OR_RETURN(m.ctx, BuildSessionContext(session, co));
+  ASSIGN_OR_RETURN(m.counter, TokenCounter::FromName(o.settings.tokenizer));
+  m.est = EstimateContextTokens(m.ctx.messages, m.counter);
+  r->tokens_before = m.est.tokens;
+  return m;
+}
+
 // --- user-prompts --------------------------------------------------------
 
 Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const CompactOptions& o,
@@ -320,13 +341,10 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
   ComputedCompaction out;
   CompactionResult& r = out.result;
   r.strategy = Strategy::kUserPrompts;
-  ContextOptions co;
-  co.leaf_id = o.leaf_id;
-  co.expand_compactions = true;
-  ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
-  ASSIGN_OR_RETURN(TokenCounter counter, TokenCounter::FromName(o.settings.tokenizer));
-  ContextEstimate est = EstimateContextTokens(ctx.messages, counter);
-  r.tokens_before = est.tokens;
+  ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, true, &r));
+  const SessionContext& ctx = mc.ctx;
+  const TokenCounter& counter = mc.counter;
+  const ContextEstimate& est = mc.est;
   if (ctx.messages.empty()) {
     r.skipped_reason = "nothing to summarize";
     return out;
@@ -473,13 +491,10 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
   ComputedCompaction out;
   CompactionResult& r = out.result;
   r.strategy = Strategy::kHandoff;
-  ContextOptions co;
-  co.leaf_id = o.leaf_id;
-  co.expand_compactions = true;
-  ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
-  ASSIGN_OR_RETURN(TokenCounter counter, TokenCounter::FromName(o.settings.tokenizer));
-  ContextEstimate est = EstimateContextTokens(ctx.messages, counter);
-  r.tokens_before = est.tokens;
+  ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, true, &r));
+  const SessionContext& ctx = mc.ctx;
+  const TokenCounter& counter = mc.counter;
+  const ContextEstimate& est = mc.est;
   if (ctx.messages.size() < 2) {
     r.skipped_reason = "nothing to summarize";
     return out;
@@ -597,12 +612,8 @@ Result<ComputedCompaction> ComputeMask(const Session& session, const CompactOpti
   ComputedCompaction out;
   CompactionResult& r = out.result;
   r.strategy = Strategy::kMask;
-  ContextOptions co;
-  co.leaf_id = o.leaf_id;
-  ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
-  ASSIGN_OR_RETURN(TokenCounter counter, TokenCounter::FromName(o.settings.tokenizer));
-  ContextEstimate est = EstimateContextTokens(ctx.messages, counter);
-  r.tokens_before = est.tokens;
+  ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, false, &r));
+  const ContextEstimate& est = mc.est;
   std::string why;
   ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
   if (below) {
