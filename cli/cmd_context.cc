@@ -18,7 +18,7 @@ struct ContextArgs {
 };
 
 // Streams the contract object without building one large string.
-void PrintContextJson(const SessionContext& ctx) {
+void PrintContextJson(const Session& session, const SessionContext& ctx) {
   std::string head = "{\"leafId\":";
   if (ctx.leaf_id) {
     AppendJsString(head, *ctx.leaf_id);
@@ -27,9 +27,27 @@ void PrintContextJson(const SessionContext& ctx) {
   }
   head += ",\"messages\":[";
   Print(head);
+  // Messages echoed from a large mapped file are given back to the kernel in
+  // 8 MiB steps once written, so memory stays flat however long the context.
+  const char* pending = nullptr;
+  size_t pending_len = 0;
   for (size_t i = 0; i < ctx.messages.size(); ++i) {
     if (i) Print(",");
-    Print(ctx.messages[i].json());
+    std::string_view m = ctx.messages[i].json();
+    Print(m);
+    if (ctx.messages[i].owned.empty() && !m.empty()) {
+      if (pending == nullptr || m.data() < pending) {
+        pending = m.data();
+        pending_len = m.size();
+      } else {
+        pending_len = static_cast<size_t>(m.data() + m.size() - pending);
+      }
+      if (pending_len > (8u << 20)) {
+        std::fflush(stdout);
+        session.ReleaseBytes(std::string_view(pending, pending_len));
+        pending = nullptr;
+      }
+    }
   }
   std::string tail = ContextJsonTail(ctx) + "\n";
   Print(tail);
@@ -133,7 +151,7 @@ void RegisterContext(CLI::App& app) {
       return;
     }
     if (args->json) {
-      PrintContextJson(*ctx);
+      PrintContextJson(**session, *ctx);
     } else {
       PrintTranscript(**session, *ctx, args->full);
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -121,6 +122,17 @@ int Fail(const Status& s) {
 }
 
 void Print(std::string_view s) {
+  if (s.size() >= (64u << 10)) {
+    // Large blocks go straight to the descriptor instead of through stdio's buffer.
+    std::fflush(stdout);
+    while (!s.empty()) {
+      ssize_t n = ::write(STDOUT_FILENO, s.data(), s.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      s.remove_prefix(static_cast<size_t>(n));
+    }
+    return;
+  }
   while (!s.empty()) {
     size_t n = std::fwrite(s.data(), 1, s.size(), stdout);
     if (n == 0) break;

@@ -157,6 +157,12 @@ class Session {
   // The header line's JSON (migrated: with the new version).
   std::string HeaderJson() const;
 
+  // Tells the session that the bytes under `view` (a view it handed out, e.g.
+  // MessageJson) will not be read again soon: a mapped file gives the pages
+  // back to the kernel. The bytes stay valid and readable. Streaming writers
+  // call this to keep resident memory flat on large files.
+  void ReleaseBytes(std::string_view view) const;
+
   // The whole file as pi would write it after migration (v3). Identical bytes
   // for a v3 file without malformed lines.
   std::string ToV3Jsonl() const;

@@ -691,6 +691,13 @@ std::string Session::EntryJson(size_t index) const {
   return out;
 }
 
+void Session::ReleaseBytes(std::string_view view) const {
+  const char* base = impl_->file.data();
+  if (base == nullptr || impl_->size < kReleaseThreshold) return;
+  if (view.data() < base || view.data() + view.size() > base + impl_->file.size()) return;
+  impl_->file.Release(static_cast<size_t>(view.data() - base), view.size());
+}
+
 std::string Session::HeaderJson() const {
   std::string out(TrimRight(impl_->header_raw));
   if (impl_->migrated) out = internal::SetMember(out, "version", "3");
