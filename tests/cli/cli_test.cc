@@ -23,7 +23,8 @@ constexpr char kSession[] =
     "\n";
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* cmd : {"context", "stats", "tree", "tokens", "migrate"}) {
+  for (const char* cmd : {"context", "stats", "tree", "tokens", "migrate", "plan", "compact",
+                          "prune", "branch", "eval"}) {
     auto r = RunCli({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("--json"), std::string::npos) << cmd << " lacks --json";
