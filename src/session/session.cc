@@ -326,6 +326,11 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
 
 Status Session::Impl::Load() {
   simdjson::ondemand::parser parser;
+  // Reserve for short lines (real entries average over 1 KB): the index never
+  // moves while it grows, and untouched reserved pages cost no memory.
+  const size_t guess = std::min<size_t>(size / 512 + 16, size_t{1} << 20);
+  entries.reserve(guess);
+  spans.reserve(guess);
   size_t pos = 0;
   uint32_t line_no = 0;
   bool have_header = false;
