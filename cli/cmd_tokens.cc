@@ -98,7 +98,8 @@ void RegisterTokens(CLI::App& app) {
         ExitCode() = Fail(ctx.status());
         return;
       }
-      ContextEstimate est = EstimateContextTokens(ctx->messages, *counter);
+      // The size now: usage recorded before the latest compaction is stale.
+      ContextEstimate est = EstimateCurrentContextTokens(**loaded, *ctx, *counter);
       j["source"] = args->input;
       j["kind"] = "session";
       j["messages"] = ctx->messages.size();

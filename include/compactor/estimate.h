@@ -72,6 +72,13 @@ class TokenCounter {
   std::shared_ptr<const Tokenizer> tokenizer_;
 };
 
+// The context size right now (pi's getContextUsage rule): provider usage is
+// trusted only when a valid assistant message follows the latest compaction
+// on the path; otherwise the usage predates the compaction and the size is the
+// estimate of the rebuilt messages alone.
+ContextEstimate EstimateCurrentContextTokens(const Session& session, const SessionContext& context,
+                                             const TokenCounter& counter);
+
 // estimateContextTokens with another counter for the message estimates.
 ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages,
                                       const TokenCounter& counter);

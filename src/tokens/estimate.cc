@@ -326,3 +326,25 @@ int64_t TokenCounter::Message(const compactor::Message& m) const {
 }
 
 }  // namespace compactor
+
+namespace compactor {
+
+ContextEstimate EstimateCurrentContextTokens(const Session& session, const SessionContext& context,
+                                             const TokenCounter& counter) {
+  ContextEstimate est = EstimateContextTokens(context.messages, counter);
+  if (!context.compaction_path_index) return est;
+  for (size_t k = *context.compaction_path_index + 1; k < context.path.size(); ++k) {
+    const Entry& e = session.entry(context.path[k]);
+    if (e.type == EntryType::kMessage && e.role == Role::kAssistant && e.has_usage &&
+        e.stop_reason != "aborted" && e.stop_reason != "error") {
+      return est;  // fresh usage after the compaction
+    }
+  }
+  est.usage_tokens = 0;
+  est.last_usage_index.reset();
+  est.trailing_tokens = est.heuristic_sum;
+  est.tokens = static_cast<double>(est.heuristic_sum);
+  return est;
+}
+
+}  // namespace compactor

@@ -7,6 +7,7 @@
 #include "compactor/compact.h"
 #include "compactor/context.h"
 #include "compactor/entries.h"
+#include "compactor/estimate.h"
 #include "compactor/writer.h"
 #include "support/test_util.h"
 
@@ -102,6 +103,25 @@ TEST(Engine, SummaryAppendsACompactionPiAndCompactorRebuild) {
   ASSERT_TRUE(r2.ok());
   EXPECT_FALSE(r2->compacted);  // the leaf is the compaction itself
   EXPECT_EQ(r2->skipped_reason, "already compacted");
+}
+
+TEST(Engine, SizeAfterCompactionIgnoresStaleUsage) {
+  TempDir d;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  RecordingSummarizer sum;
+  auto r = CompactFile(path, Options(&sum));
+  ASSERT_TRUE(r.ok() && r->compacted);
+  auto s = Session::Open(path);
+  ASSERT_TRUE(s.ok());
+  auto ctx = BuildSessionContext(**s);
+  ASSERT_TRUE(ctx.ok());
+  // pi's estimateContextTokens still anchors on the kept assistant's old usage...
+  EXPECT_GT(EstimateContextTokens(ctx->messages).usage_tokens, 0);
+  // ...the current size does not: only messages are measured.
+  ContextEstimate now = EstimateCurrentContextTokens(**s, *ctx, TokenCounter());
+  EXPECT_EQ(now.usage_tokens, 0);
+  EXPECT_EQ(now.tokens, static_cast<double>(now.heuristic_sum));
+  EXPECT_EQ(now.heuristic_sum, r->tokens_after);
 }
 
 TEST(Engine, DryRunWritesNothing) {
