@@ -266,7 +266,16 @@ struct Runtime::State {
     start.tokens_before = tokens;
     start.model = target.id;
     Emit(start);
-    ASSIGN_OR_RETURN(std::string id, NewId());
+    RuntimeEvent end = start;
+    end.kind = RuntimeEvent::Kind::kCompactionEnd;
+    auto fail = [&](const Status& st) {
+      end.error = st.message();
+      Emit(end);
+      return st;
+    };
+    auto new_id = NewId();
+    if (!new_id.ok()) return fail(new_id.status());
+    const std::string id = *new_id;
     std::string line = "{\"type\":\"model_change\",\"id\":";
     AppendJsString(line, id);
     line += ",\"parentId\":";
@@ -282,10 +291,8 @@ struct Runtime::State {
     line += ",\"modelId\":";
     AppendJsString(line, target.id);
     line += "}";
-    RETURN_IF_ERROR(WriteEntryLine(id, line));
+    if (Status st = WriteEntryLine(id, line); !st.ok()) return fail(st);
     o.model = target;
-    RuntimeEvent end = start;
-    end.kind = RuntimeEvent::Kind::kCompactionEnd;
     end.tokens_after = tokens;
     end.entry_id = id;
     end.will_retry =

@@ -663,6 +663,32 @@ TEST(Runtime, ThresholdWithNothingToCompactIsNotRetriedEveryStep) {
   EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 0);
 }
 
+TEST(Runtime, HandoffContinuesInTheNewSessionButOverflowSummarizes) {
+  Fixture f;
+  RuntimeOptions o = f.Options(MakeSession(20, 2000));
+  o.settings.strategy = "handoff";
+  auto rt = OpenOrDie(std::move(o));
+  std::string old_path = rt->session_path();
+  // Overflow never uses handoff: the summary strategy in the same file.
+  EXPECT_EQ(Turn(*rt, AssistantJson("error", 0, "", kOverflowError)).kind,
+            RuntimeAction::Kind::kRetryTurn);
+  EXPECT_EQ(rt->session_path(), old_path);
+  EXPECT_EQ(CountType(*Load(old_path), EntryType::kCompaction), 1);
+  ASSERT_EQ(f.Ends().size(), 1u);
+  EXPECT_EQ(f.Ends()[0].strategy, "summary");
+  // A threshold compaction hands off to a new file, where the runtime goes on.
+  ASSERT_TRUE(rt->AppendMessage(UserJson(std::string(12000, 'h'))).ok());
+  Turn(*rt, AssistantJson("stop", 50000));
+  ASSERT_EQ(f.Ends().size(), 2u);
+  EXPECT_EQ(f.Ends()[1].action, "handoff") << f.Ends()[1].error << f.Ends()[1].skipped_reason;
+  ASSERT_NE(rt->session_path(), old_path);
+  auto id = rt->AppendMessage(UserJson("next"));
+  ASSERT_TRUE(id.ok());
+  auto s = Load(rt->session_path());
+  EXPECT_EQ(s->entry(*s->Leaf()).id, *id);
+  EXPECT_EQ(s->header().parent_session, old_path);
+}
+
 TEST(Runtime, AppendMessageWritesPiEntriesAndTracksTheLeaf) {
   Fixture f;
   auto rt = OpenOrDie(f.Options(MakeSession(1, 10)));
