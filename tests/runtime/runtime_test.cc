@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "compactor/entries.h"
 #include "compactor/session.h"
@@ -485,6 +488,32 @@ TEST(Runtime, MessagesQueuedDuringCompactionAreDeliveredAfterIt) {
   EXPECT_NE(std::string(s->MessageJson(leaf)).find("appended while compacting"), std::string::npos);
   ASSERT_EQ(f.delivered.size(), 1u);
   EXPECT_NE(f.delivered[0].find("queued while compacting"), std::string::npos);
+}
+
+TEST(Runtime, MessageQueuedFromAnotherThreadDuringCompactionIsNotLost) {
+  Fixture f;
+  HookedSummarizer sum;
+  RuntimeOptions o = f.Options(MakeSession(20, 2000));
+  o.summarizer = &sum;
+  auto rt = OpenOrDie(std::move(o));
+  std::promise<void> queued;
+  std::thread other;
+  sum.during = [&] {
+    other = std::thread([&] {
+      EXPECT_TRUE(rt->QueueUserMessage(UserJson("from the UI thread")).ok());
+      queued.set_value();
+    });
+    // The runtime's lock is not held while the summarizer runs.
+    ASSERT_EQ(queued.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  };
+  auto r = rt->CompactNow();
+  other.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto s = Load(rt->session_path());
+  const Entry& last = s->entry(*s->Leaf());
+  EXPECT_NE(std::string(s->MessageJson(*s->Leaf())).find("from the UI thread"), std::string::npos);
+  EXPECT_EQ(s->entry(*s->Find(last.parent_id)).type, EntryType::kCompaction);
+  EXPECT_EQ(f.delivered.size(), 1u);
 }
 
 TEST(Runtime, QueuedUserMessageWaitsForPendingToolResults) {
