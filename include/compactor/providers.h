@@ -177,6 +177,13 @@ struct LlmMessage {
   static LlmMessage UserText(std::string text);
 };
 
+// A tool the model may call (agent requests; summaries send none).
+struct LlmTool {
+  std::string name;
+  std::string description;
+  std::string parameters_json = R"({"type":"object","properties":{}})";  // JSON Schema
+};
+
 struct LlmRequest {
   std::string system_prompt;
   std::vector<LlmMessage> messages;
@@ -186,6 +193,12 @@ struct LlmRequest {
   // The session thinking level; used only when the model reasons (see
   // ModelConfig::reasoning_effort).
   std::string thinking_level;
+  // Tools the model may call (agent requests; summaries send none).
+  std::vector<LlmTool> tools;
+  // openai-responses only: a JSON array of raw Responses input items sent
+  // before `messages` (a replayed /responses/compact history, see
+  // BuildModelInput in model_input.h). Empty = none; other providers ignore it.
+  std::string responses_history_json;
 };
 
 struct LlmUsage {
@@ -200,6 +213,8 @@ struct LlmResponse {
   // For an "error" stop inside a 2xx body (an "error" object, an unexpected
   // finish reason such as model_context_window_exceeded).
   std::string error_message;
+  // Tool calls, in the order the model made them (arguments as JSON text).
+  std::vector<LlmToolCall> tool_calls;
   // An "error" stop reported inside a stream that is worth retrying
   // (overloaded, server or rate-limit error events).
   bool transient = false;
@@ -238,6 +253,10 @@ std::string RedactSecret(std::string text, std::string_view secret);
 // ---------------------------------------------------------------------------
 // OpenAI native compaction (/responses/compact, compaction-algorithms.md B9)
 // ---------------------------------------------------------------------------
+
+// Messages as Responses API input items (a JSON array): what the Responses
+// request body sends, also the input of /responses/compact.
+std::string ResponsesInputItems(std::span<const LlmMessage> messages);
 
 // base (trailing '/' removed) + "/responses/compact" if it ends in "/v1", else
 // + "/v1/responses/compact".

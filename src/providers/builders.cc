@@ -53,6 +53,14 @@ Json ParseArguments(const std::string& text) {
   return args;
 }
 
+Json ToolSchema(const LlmTool& tool) {
+  Json schema = Json::parse(tool.parameters_json, nullptr, false);
+  if (schema.is_discarded() || !schema.is_object()) {
+    schema = {{"type", "object"}, {"properties", Json::object()}};
+  }
+  return schema;
+}
+
 void AddHeaders(const ModelConfig& model, HttpRequest& http) {
   http.headers.emplace_back("content-type", "application/json");
   for (const auto& [k, v] : model.headers) http.headers.emplace_back(k, v);
@@ -118,6 +126,16 @@ std::string ChatMaxTokensField(const ModelConfig& model) {
 
 Json ChatBody(const ModelConfig& model, const LlmRequest& req) {
   Json body = {{"model", model.model_id}, {"messages", ChatMessages(req)}};
+  if (!req.tools.empty()) {
+    Json tools = Json::array();
+    for (const LlmTool& t : req.tools) {
+      tools.push_back(
+          {{"type", "function"},
+           {"function",
+            {{"name", t.name}, {"description", t.description}, {"parameters", ToolSchema(t)}}}});
+    }
+    body["tools"] = std::move(tools);
+  }
   int64_t mt = ResolveMaxTokens(model, req, false);
   if (mt > 0) body[ChatMaxTokensField(model)] = mt;
   std::string effort = EffectiveReasoning(model, req.thinking_level);
@@ -129,9 +147,9 @@ Json ChatBody(const ModelConfig& model, const LlmRequest& req) {
 
 // --- openai-responses ------------------------------------------------------
 
-Json ResponsesInput(const LlmRequest& req) {
+Json ResponsesInput(std::span<const LlmMessage> messages) {
   Json out = Json::array();
-  for (const LlmMessage& m : req.messages) {
+  for (const LlmMessage& m : messages) {
     switch (m.role) {
       case LlmMessage::Role::kUser: {
         Json content = Json::array();
@@ -175,7 +193,23 @@ Json ResponsesInput(const LlmRequest& req) {
 Json ResponsesBody(const ModelConfig& model, const LlmRequest& req) {
   Json body = {{"model", model.model_id}};
   if (!req.system_prompt.empty()) body["instructions"] = req.system_prompt;
-  body["input"] = ResponsesInput(req);
+  Json input = Json::array();
+  if (!req.responses_history_json.empty()) {
+    Json history = Json::parse(req.responses_history_json, nullptr, false);
+    if (history.is_array()) input = std::move(history);
+  }
+  for (Json& item : ResponsesInput(req.messages)) input.push_back(std::move(item));
+  body["input"] = std::move(input);
+  if (!req.tools.empty()) {
+    Json tools = Json::array();
+    for (const LlmTool& t : req.tools) {
+      tools.push_back({{"type", "function"},
+                       {"name", t.name},
+                       {"description", t.description},
+                       {"parameters", ToolSchema(t)}});
+    }
+    body["tools"] = std::move(tools);
+  }
   int64_t mt = ResolveMaxTokens(model, req, false);
   if (mt > 0) body["max_output_tokens"] = mt;
   std::string effort = EffectiveReasoning(model, req.thinking_level);
@@ -266,6 +300,14 @@ Json AnthropicBody(const ModelConfig& model, const LlmRequest& req) {
   Json body = {{"model", model.model_id}, {"max_tokens", mt}};
   if (!req.system_prompt.empty()) body["system"] = req.system_prompt;
   body["messages"] = AnthropicMessages(req);
+  if (!req.tools.empty()) {
+    Json tools = Json::array();
+    for (const LlmTool& t : req.tools) {
+      tools.push_back(
+          {{"name", t.name}, {"description", t.description}, {"input_schema", ToolSchema(t)}});
+    }
+    body["tools"] = std::move(tools);
+  }
   if (budget > 0) body["thinking"] = {{"type", "enabled"}, {"budget_tokens", budget}};
   if (model.stream) body["stream"] = true;
   return body;
@@ -295,6 +337,14 @@ int64_t IntAt(const Json& obj, const char* key) {
 Status Malformed(const ModelConfig& model, std::string_view what) {
   return Status::Unavailable(std::string(ProviderKindName(model.provider)) +
                              ": malformed response (" + std::string(what) + ")");
+}
+
+// The "arguments" of an OpenAI function call: a JSON string as sent, or an
+// object some compatible servers send instead.
+std::string ArgumentsText(const Json& holder) {
+  auto a = holder.find("arguments");
+  if (a == holder.end() || a->is_null()) return "{}";
+  return a->is_string() ? a->get<std::string>() : DumpJson(*a);
 }
 
 std::string ErrorText(const Json& error) {
@@ -334,6 +384,17 @@ Result<LlmResponse> ParseChat(const ModelConfig& model, const Json& doc) {
       }
     }
   }
+  if (auto calls = message->find("tool_calls"); calls != message->end() && calls->is_array()) {
+    for (const Json& c : *calls) {
+      if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) continue;
+      const Json& f = c["function"];
+      LlmToolCall call;
+      call.id = c.value("id", "");
+      call.name = f.value("name", "");
+      call.arguments_json = ArgumentsText(f);
+      r.tool_calls.push_back(std::move(call));
+    }
+  }
   std::string finish = choice.contains("finish_reason") && choice["finish_reason"].is_string()
                            ? choice["finish_reason"].get<std::string>()
                            : "stop";
@@ -371,7 +432,16 @@ Result<LlmResponse> ParseResponses(const ModelConfig& model, const Json& doc) {
   for (const Json& item : *output) {
     if (!item.is_object()) continue;
     std::string type = item.value("type", "");
-    if (type == "function_call" || type == "custom_tool_call") tool_use = true;
+    if (type == "function_call" || type == "custom_tool_call") {
+      tool_use = true;
+      LlmToolCall call;
+      call.id = item.value("call_id", "");
+      call.name = item.value("name", "");
+      call.arguments_json = type == "function_call"
+                                ? ArgumentsText(item)
+                                : DumpJson(Json{{"input", item.value("input", "")}});
+      r.tool_calls.push_back(std::move(call));
+    }
     if (type != "message") continue;
     auto content = item.find("content");
     if (content == item.end() || !content->is_array()) continue;
@@ -425,6 +495,13 @@ Result<LlmResponse> ParseAnthropic(const ModelConfig& model, const Json& doc) {
         block["text"].is_string()) {
       if (!r.text.empty()) r.text += "\n";
       r.text += block["text"].get<std::string>();
+    } else if (block.is_object() && block.value("type", "") == "tool_use") {
+      LlmToolCall call;
+      call.id = block.value("id", "");
+      call.name = block.value("name", "");
+      call.arguments_json = DumpJson(
+          block.contains("input") && block["input"].is_object() ? block["input"] : Json::object());
+      r.tool_calls.push_back(std::move(call));
     }
   }
   std::string stop = doc.contains("stop_reason") && doc["stop_reason"].is_string()
@@ -461,6 +538,10 @@ Result<LlmResponse> ParseRemote(const Json& doc) {
 }
 
 }  // namespace
+
+std::string ResponsesInputItems(std::span<const LlmMessage> messages) {
+  return DumpJson(ResponsesInput(messages));
+}
 
 LlmMessage LlmMessage::UserText(std::string text) {
   LlmMessage m;

@@ -125,6 +125,15 @@ void StreamDecoder::OnEvent(std::string_view, std::string_view data) {
       const Json& c = (*choices)[0];
       if (auto d = c.find("delta"); d != c.end() && d->is_object()) {
         deltas_ += StringAt(*d, "content");
+        if (auto tc = d->find("tool_calls"); tc != d->end() && tc->is_array()) {
+          for (const Json& piece : *tc) {
+            LlmToolCall& call = calls_[static_cast<int>(IntAt(piece, "index"))];
+            if (std::string id = StringAt(piece, "id"); !id.empty()) call.id = id;
+            const Json& f = piece.value("function", Json::object());
+            if (std::string name = StringAt(f, "name"); !name.empty()) call.name = name;
+            call.arguments_json += StringAt(f, "arguments");
+          }
+        }
       }
       std::string finish = StringAt(c, "finish_reason");
       if (!finish.empty()) {
@@ -154,12 +163,19 @@ void StreamDecoder::OnEvent(std::string_view, std::string_view data) {
         const Json& block = j.value("content_block", Json::object());
         if (StringAt(block, "type") == "text") {
           blocks_[static_cast<int>(IntAt(j, "index"))] = StringAt(block, "text");
+        } else if (StringAt(block, "type") == "tool_use") {
+          LlmToolCall& call = calls_[static_cast<int>(IntAt(j, "index"))];
+          call.id = StringAt(block, "id");
+          call.name = StringAt(block, "name");
         }
       } else if (type == "content_block_delta") {
         const Json& delta = j.value("delta", Json::object());
         auto it = blocks_.find(static_cast<int>(IntAt(j, "index")));
         if (StringAt(delta, "type") == "text_delta" && it != blocks_.end()) {
           it->second += StringAt(delta, "text");
+        } else if (StringAt(delta, "type") == "input_json_delta") {
+          auto call = calls_.find(static_cast<int>(IntAt(j, "index")));
+          if (call != calls_.end()) call->second.arguments_json += StringAt(delta, "partial_json");
         }
       } else if (type == "message_delta") {
         std::string stop = StringAt(j.value("delta", Json::object()), "stop_reason");
@@ -223,6 +239,11 @@ Result<LlmResponse> StreamDecoder::Finish() {
     }
   } else {
     out.text = deltas_;
+  }
+  for (auto& [index, call] : calls_) {
+    // A call streamed without arguments (anthropic sends none for an empty input).
+    if (call.arguments_json.empty()) call.arguments_json = "{}";
+    out.tool_calls.push_back(std::move(call));
   }
   if (out.stop_reason.empty()) out.stop_reason = "stop";
   return out;

@@ -48,8 +48,11 @@ class StreamDecoder {
   bool finish_seen_ = false;
   LlmResponse response_;
   std::map<int, std::string> blocks_;  // anthropic text blocks by index
-  std::string deltas_;                 // openai text deltas
-  std::optional<LlmResponse> full_;    // responses: the final response object
+  // Tool calls assembled from fragments, by index: chat tool_calls deltas,
+  // anthropic tool_use blocks (input_json_delta pieces in arguments_json).
+  std::map<int, LlmToolCall> calls_;
+  std::string deltas_;               // openai text deltas
+  std::optional<LlmResponse> full_;  // responses: the final response object
 };
 
 }  // namespace compactor::providers

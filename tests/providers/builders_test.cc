@@ -355,6 +355,86 @@ TEST(RequestTest, OpenAiToolMessages) {
           R"({"type":"function_call_output","call_id":"c1","output":"contents"})"));
 }
 
+TEST(RequestTest, ToolDefinitionsPerApi) {
+  LlmRequest r = SummaryRequest(100);
+  r.tools.push_back(
+      {"read", "Read a file", R"({"type":"object","properties":{"path":{"type":"string"}}})"});
+  r.tools.push_back({"noop", "", "not json"});  // a broken schema becomes an empty object schema
+  const std::string schema = R"({"type":"object","properties":{"path":{"type":"string"}}})";
+  const std::string empty = R"({"type":"object","properties":{}})";
+  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kOpenAiChat), r, "")->body,
+              HasSubstr(R"("tools":[{"type":"function","function":{"name":"read","description":)"
+                        R"("Read a file","parameters":)" +
+                        schema +
+                        R"(}},{"type":"function","function":{"name":"noop",)"
+                        R"("description":"","parameters":)" +
+                        empty + "}}]"));
+  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kOpenAiResponses), r, "")->body,
+              HasSubstr(R"("tools":[{"type":"function","name":"read","description":"Read a file",)"
+                        R"("parameters":)" +
+                        schema + "}"));
+  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kAnthropic), r, "")->body,
+              HasSubstr(R"("tools":[{"name":"read","description":"Read a file","input_schema":)" +
+                        schema + "}"));
+  // Summaries carry no tools field at all.
+  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kOpenAiChat), SummaryRequest(), "")->body,
+              Not(HasSubstr("\"tools\"")));
+}
+
+TEST(RequestTest, ResponsesHistoryPrecedesMessagesOnlyForResponses) {
+  LlmRequest r = SummaryRequest(100);
+  r.responses_history_json = R"([{"type":"compaction","encrypted_content":"E"}])";
+  nlohmann::json body = nlohmann::json::parse(
+      BuildProviderRequest(Model(ProviderKind::kOpenAiResponses), r, "")->body);
+  ASSERT_EQ(body["input"].size(), 2u);
+  EXPECT_EQ(body["input"][0]["type"], "compaction");
+  EXPECT_EQ(body["input"][1]["role"], "user");
+  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kOpenAiChat), r, "")->body,
+              Not(HasSubstr("encrypted_content")));
+  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kAnthropic), r, "")->body,
+              Not(HasSubstr("encrypted_content")));
+}
+
+TEST(ResponseTest, ToolCallsPerApi) {
+  auto chat = ParseProviderResponse(
+      Model(ProviderKind::kOpenAiChat),
+      R"({"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[)"
+      R"({"id":"c1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a\"}"}},)"
+      R"({"id":"c2","type":"function","function":{"name":"bash","arguments":{"command":"ls"}}}]},)"
+      R"("finish_reason":"tool_calls"}]})");
+  ASSERT_TRUE(chat.ok()) << chat.status().ToString();
+  EXPECT_EQ(chat->stop_reason, "toolUse");
+  ASSERT_EQ(chat->tool_calls.size(), 2u);
+  EXPECT_EQ(chat->tool_calls[0].id, "c1");
+  EXPECT_EQ(chat->tool_calls[0].name, "read");
+  EXPECT_EQ(chat->tool_calls[0].arguments_json, R"({"path":"a"})");
+  EXPECT_EQ(chat->tool_calls[1].arguments_json, R"({"command":"ls"})");
+
+  auto resp = ParseProviderResponse(
+      Model(ProviderKind::kOpenAiResponses),
+      R"({"status":"completed","output":[{"type":"reasoning","summary":[]},)"
+      R"({"type":"function_call","id":"fc_1","call_id":"call_9","name":"write",)"
+      R"("arguments":"{\"path\":\"b\",\"content\":\"x\"}"}]})");
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_EQ(resp->stop_reason, "toolUse");
+  ASSERT_EQ(resp->tool_calls.size(), 1u);
+  EXPECT_EQ(resp->tool_calls[0].id, "call_9");
+  EXPECT_EQ(resp->tool_calls[0].name, "write");
+  EXPECT_EQ(resp->tool_calls[0].arguments_json, R"({"path":"b","content":"x"})");
+
+  auto anth = ParseProviderResponse(
+      Model(ProviderKind::kAnthropic),
+      R"({"content":[{"type":"text","text":"Let me look."},)"
+      R"({"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"c"}}],)"
+      R"("stop_reason":"tool_use"})");
+  ASSERT_TRUE(anth.ok()) << anth.status().ToString();
+  EXPECT_EQ(anth->text, "Let me look.");
+  EXPECT_EQ(anth->stop_reason, "toolUse");
+  ASSERT_EQ(anth->tool_calls.size(), 1u);
+  EXPECT_EQ(anth->tool_calls[0].id, "toolu_1");
+  EXPECT_EQ(anth->tool_calls[0].arguments_json, R"({"path":"c"})");
+}
+
 TEST(RequestTest, RemoteBody) {
   ModelConfig m = Model(ProviderKind::kRemote, "http://svc/summarize");
   auto http = BuildProviderRequest(m, SummaryRequest(), "");

@@ -19,6 +19,7 @@ using testing::FakeLlmServer;
 using testing::FakeReply;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::Req;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -234,7 +235,7 @@ TEST_F(ProviderCallTest, RetryTimelineExponentialBackoff) {
   server_.Push({503, ""});
   server_.Push({200, FakeLlmServer::ChatReply("finally")});
   ModelConfig m = Model(ProviderKind::kOpenAiChat);
-  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
   EXPECT_EQ(out.result->text, "finally");
   EXPECT_EQ(out.attempts, 4);
@@ -296,7 +297,7 @@ TEST_F(ProviderCallTest, LongRetryAfterMovesToNextCandidateWithoutWaiting) {
 TEST_F(ProviderCallTest, LongWaitOnLastCandidateFails) {
   server_.Push({429, "{}", "application/json", {{"retry-after", "31"}}});
   ModelConfig m = Model(ProviderKind::kOpenAiChat);
-  CallOutcome out = CallModel(m, LlmRequest{"", {LlmMessage::UserText("u")}, 0, ""}, options_);
+  CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_TRUE(out.failure.wait_too_long);
   EXPECT_EQ(out.failure.http_status, 429);
@@ -322,7 +323,7 @@ TEST_F(ProviderCallTest, RealShortWaitWithRetryAfterMs) {
 TEST_F(ProviderCallTest, NonRetryableClientErrorIsNotRetried) {
   server_.Push({400, R"({"error":{"message":"Unknown parameter: foo"}})"});
   ModelConfig m = Model(ProviderKind::kOpenAiChat);
-  CallOutcome out = CallModel(m, LlmRequest{"", {LlmMessage::UserText("u")}, 0, ""}, options_);
+  CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_EQ(out.attempts, 1);
   EXPECT_EQ(out.result.status().code(), StatusCode::kUnavailable);
@@ -377,7 +378,7 @@ TEST_F(ProviderCallTest, ConnectionRefusedIsUnavailable) {
   ModelConfig m = Model(ProviderKind::kOpenAiChat);
   m.base_url = "http://user:hunter2@127.0.0.1:1/v1";  // nothing listens on port 1
   options_.retry.max_retries = 1;
-  CallOutcome out = CallModel(m, LlmRequest{"", {LlmMessage::UserText("u")}, 0, ""}, options_);
+  CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_EQ(out.result.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(out.attempts, 2);
@@ -415,7 +416,7 @@ TEST_P(OverflowReplyTest, DetectedAndNotRetried) {
   const OverflowReplyCase& c = GetParam();
   server_.Push({c.status, c.body});
   ModelConfig m = Model(c.kind);
-  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_TRUE(out.failure.overflow.overflow) << c.body;
   EXPECT_EQ(out.attempts, 1);
@@ -451,14 +452,14 @@ INSTANTIATE_TEST_SUITE_P(RealErrorBodies, OverflowReplyTest, ::testing::ValuesIn
 TEST_F(ProviderCallTest, RateLimitWordingIsNotOverflow) {
   server_.Push({400, R"({"error":{"message":"Rate limit exceeded: too many tokens per minute"}})"});
   ModelConfig m = Model(ProviderKind::kOpenAiChat);
-  CallOutcome out = CallModel(m, LlmRequest{"", {LlmMessage::UserText("u")}, 0, ""}, options_);
+  CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   EXPECT_FALSE(out.failure.overflow.overflow);
 }
 
 TEST_F(ProviderCallTest, FinishReasonOverflowIn200) {
   server_.Push({200, FakeLlmServer::ChatReply("", "model_context_window_exceeded")});
   ModelConfig m = Model(ProviderKind::kOpenAiChat);
-  CallOutcome out = CallModel(m, LlmRequest{"", {LlmMessage::UserText("u")}, 0, ""}, options_);
+  CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_TRUE(out.failure.overflow.overflow);
 }
@@ -467,7 +468,7 @@ TEST_F(ProviderCallTest, UsageOverWindowIn200IsOverflow) {
   server_.Push({200, FakeLlmServer::ChatReply("truncated input summary", "stop", 9000, 10)});
   ModelConfig m = Model(ProviderKind::kOpenAiChat);
   m.context_window = 8192;
-  CallOutcome out = CallModel(m, LlmRequest{"", {LlmMessage::UserText("u")}, 0, ""}, options_);
+  CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_EQ(out.failure.overflow.reason, OverflowReason::kUsageOverWindow);
   EXPECT_THAT(out.result.status().message(), HasSubstr("exceeds the context window of 8192"));

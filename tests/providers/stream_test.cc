@@ -16,6 +16,7 @@ namespace {
 using testing::FakeLlmServer;
 using testing::FakeReply;
 using ::testing::HasSubstr;
+using testing::Req;
 
 ModelConfig Model(ProviderKind kind) {
   ModelConfig m;
@@ -104,6 +105,60 @@ TEST(StreamDecodeTest, AnthropicTextBlocksOnlyCrlf) {
     EXPECT_EQ(r->usage.cache_read, 7);
     EXPECT_EQ(r->usage.output, 12);
   }
+}
+
+TEST(StreamDecodeTest, ToolCallsAssembledFromFragments) {
+  const std::string chat =
+      "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,"
+      "\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]}}]"
+      "}"
+      "\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
+      "\"{\\\"comm\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
+      "\"and\\\":\\\"ls\\\"}\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"c2\",\"function\":"
+      "{\"name\":\"read\",\"arguments\":\"{}\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+      "data: [DONE]\n\n";
+  for (size_t step : {1, 9, 100000}) {
+    auto r = Decode(Model(ProviderKind::kOpenAiChat), chat, step);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stop_reason, "toolUse");
+    ASSERT_EQ(r->tool_calls.size(), 2u) << step;
+    EXPECT_EQ(r->tool_calls[0].id, "c1");
+    EXPECT_EQ(r->tool_calls[0].name, "bash");
+    EXPECT_EQ(r->tool_calls[0].arguments_json, R"({"command":"ls"})");
+    EXPECT_EQ(r->tool_calls[1].name, "read");
+  }
+  const std::string anthropic =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":"
+      "{\"input_tokens\":5}}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+      "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"Reading.\"}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
+      "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_7\",\"name\":\"read\",\"input\":{}}}"
+      "\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,"
+      "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\":\"}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,"
+      "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"a.txt\\\"}\"}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,"
+      "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_8\",\"name\":\"noargs\","
+      "\"input\":{}}}\n\n"
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+      "\"tool_use\"},\"usage\":{\"output_tokens\":9}}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  auto a = Decode(Model(ProviderKind::kAnthropic), anthropic, 4);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->text, "Reading.");
+  EXPECT_EQ(a->stop_reason, "toolUse");
+  ASSERT_EQ(a->tool_calls.size(), 2u);
+  EXPECT_EQ(a->tool_calls[0].id, "toolu_7");
+  EXPECT_EQ(a->tool_calls[0].arguments_json, R"({"path":"a.txt"})");
+  EXPECT_EQ(a->tool_calls[1].arguments_json, "{}");
 }
 
 TEST(StreamDecodeTest, ResponsesUsesTheCompletedResponse) {
@@ -245,7 +300,7 @@ TEST_F(StreamCallTest, TruncatedStreamIsRetried) {
   whole.chunks = Split(full, 50);
   server_.Push(whole);
   ModelConfig m = Served(ProviderKind::kOpenAiChat);
-  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
   EXPECT_EQ(out.result->text, "Hello w\xC3\xB6rld");
   EXPECT_EQ(out.attempts, 2);
@@ -263,7 +318,7 @@ TEST_F(StreamCallTest, OverloadedEventIsRetriedTooLongIsOverflow) {
                          "tokens > 200000 maximum\"}}\n\n",
                          "text/event-stream"));
   ModelConfig m = Served(ProviderKind::kAnthropic);
-  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_EQ(out.attempts, 2);
   EXPECT_TRUE(out.failure.overflow.overflow);
@@ -274,7 +329,7 @@ TEST_F(StreamCallTest, ErrorStatusBodyStillClassified) {
       400,
       R"({"error":{"message":"Your input exceeds the context window of this model.","code":"context_length_exceeded"}})"));
   ModelConfig m = Served(ProviderKind::kOpenAiResponses);
-  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_TRUE(out.failure.overflow.overflow);
   EXPECT_THAT(out.result.status().message(), HasSubstr("400 {\"error\""));
@@ -283,7 +338,7 @@ TEST_F(StreamCallTest, ErrorStatusBodyStillClassified) {
 TEST_F(StreamCallTest, JsonAnswerToAStreamRequestIsAccepted) {
   server_.Push(FakeReply(200, FakeLlmServer::ChatReply("not streamed")));
   ModelConfig m = Served(ProviderKind::kOpenAiChat);
-  CallOutcome out = CallModel(m, LlmRequest{"s", {LlmMessage::UserText("u")}, 10, ""}, options_);
+  CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
   EXPECT_EQ(out.result->text, "not streamed");
 }

@@ -15,11 +15,22 @@
 #include <thread>
 #include <vector>
 
+#include "compactor/providers.h"
+
 namespace httplib {
 class Server;
 }
 
 namespace compactor::testing {
+
+// A request of one user text message.
+inline LlmRequest Req(std::string system_prompt, std::string user_text, int64_t max_tokens) {
+  LlmRequest r;
+  r.system_prompt = std::move(system_prompt);
+  r.messages.push_back(LlmMessage::UserText(std::move(user_text)));
+  r.max_tokens = max_tokens;
+  return r;
+}
 
 struct FakeReply {
   FakeReply() = default;
