@@ -131,6 +131,10 @@ struct RuntimeOptions {
   bool promote_on_threshold = false;
   const Summarizer* summarizer = nullptr;  // nullptr = the offline summarizer
   const CompactionHooks* hooks = nullptr;
+  // The notes strategy: the file the agent keeps its notes in (its content
+  // becomes the summary; empty notes skip the compaction, a missing file is
+  // an error).
+  std::string notes_path;
   // Idle compaction after this much quiet time since the last turn ended; 0 = off.
   int64_t idle_after_ms = 0;
   // ...and only when the context holds at least this many tokens (a short

@@ -369,6 +369,7 @@ struct Runtime::State {
     co.instructions = std::move(instructions);
     if (!leaf.empty()) co.leaf_id = leaf;
     co.hooks = o.hooks;
+    co.notes_path = o.notes_path;
     co.now_ms = [c = clock] { return c->NowMs(); };
     const std::string file = path;
 
