@@ -66,7 +66,7 @@ class AgentTest : public ::testing::Test {
     session_ = dir_.path() + "/session.jsonl";
     settings_ = dir_.Write("settings.json", R"({"reserveTokens": 4096, "keepRecentTokens": 300})");
   }
-  RunResult Run(std::vector<std::string> extra) {
+  RunResult Run(std::vector<std::string> extra, const std::string& stdin_text = "") {
     std::vector<std::string> argv = {COMPACTOR_AGENT_PATH,
                                      "--session",
                                      session_,
@@ -81,7 +81,7 @@ class AgentTest : public ::testing::Test {
                                      "--bash-timeout-ms",
                                      "5000"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    return RunProgram(argv);
+    return RunProgram(argv, stdin_text);
   }
   FakeLlmServer server_;
   TempDir dir_;
@@ -164,6 +164,48 @@ TEST_F(AgentTest, NotesStrategyOffersTheNotesToolAndItsFileBecomesTheSummary) {
   ASSERT_EQ(compactions.size(), 1u);
   EXPECT_THAT(compactions[0]["summary"].get<std::string>(),
               HasSubstr("Decided: keep SQLite (simpler ops)."));
+}
+
+TEST_F(AgentTest, TheModelItselfCanSummarizeAndAFailedSummaryLeavesTheSessionIntact) {
+  // 1) --summarizer agent: the summary request goes to the same endpoint. Two
+  // prompts from stdin; the second is long, so the cut lands on it (no split turn).
+  server_.Push(FakeReply(
+      200, ToolCallReply("c1", "bash", {{"command", "echo " + std::string(3000, 'a')}}, 900)));
+  server_.Push(FakeReply(200, FakeLlmServer::ChatReply("First answer.", "stop", 1000)));
+  server_.Push(FakeReply(200, FakeLlmServer::ChatReply("Second answer.", "stop", 30000)));
+  server_.Push(FakeReply(200, FakeLlmServer::ChatReply("## Goal\nLLM SUMMARY", "stop", 500)));
+  RunResult r = Run({"--settings", settings_, "--summarizer", "agent"},
+                    "Do a thing\nMore: " + std::string(2000, 'm') + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("First answer.\nSecond answer."));
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  Json summary_req = Json::parse(requests[3].body);
+  EXPECT_FALSE(summary_req.contains("tools"));
+  EXPECT_EQ(summary_req["max_tokens"], 3276);  // 0.8 x reserveTokens 4096
+  std::string prompt = summary_req["messages"][1]["content"].get<std::string>();
+  EXPECT_THAT(prompt, HasSubstr("<conversation>\n[User]: Do a thing"));
+  EXPECT_THAT(prompt, Not(HasSubstr("More: mmm")));  // kept, not summarized
+  auto compactions = EntriesOfType(session_, "compaction");
+  ASSERT_EQ(compactions.size(), 1u);
+  EXPECT_THAT(compactions[0]["summary"].get<std::string>(), HasSubstr("LLM SUMMARY"));
+
+  // 2) The summarizer is refused (401, no retry): the threshold compaction
+  // fails, is reported, and the session holds no partial compaction.
+  std::string before = ReadFileOrDie(session_);
+  server_.Push(FakeReply(200, FakeLlmServer::ChatReply("Third answer.", "stop", 31000)));
+  server_.Push(FakeReply(401, R"({"error":{"message":"bad key"}})"));
+  r = Run({"--settings", settings_, "--summarizer", "agent", "Another: " + std::string(2000, 'n')});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Third answer."));
+  EXPECT_THAT(r.err, HasSubstr("threshold compaction failed"));
+  EXPECT_EQ(server_.request_count(), 6u);
+  EXPECT_EQ(EntriesOfType(session_, "compaction").size(), 1u);
+  std::string after = ReadFileOrDie(session_);
+  ASSERT_EQ(after.substr(0, before.size()), before);  // append-only
+  auto session = Session::Open(session_);
+  ASSERT_TRUE(session.ok());
+  EXPECT_TRUE((*session)->warnings().empty());
 }
 
 TEST_F(AgentTest, FailuresAreReportedWithExitCodes) {
