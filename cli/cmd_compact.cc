@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "common.h"
 #include "compactor/compact.h"
+#include "compactor/model_input.h"
 
 namespace compactor::cli {
 namespace {
@@ -14,6 +15,7 @@ struct CompactArgs {
   SettingsArgs settings;
   std::string strategy;
   std::string summarizer = "offline";
+  std::string remote_compaction;
   std::string instructions;
   std::string leaf;
   std::string notes;
@@ -71,6 +73,9 @@ void RegisterCompact(CLI::App& app) {
   cmd->add_option("--summarizer", args->summarizer,
                   "offline (default: embedded, no network) or a model name from the settings "
                   "file's \"models\"");
+  cmd->add_option("--remote-compaction", args->remote_compaction,
+                  "also store OpenAI's native compaction (/responses/compact) from this "
+                  "openai-responses model of the settings file");
   cmd->add_option("--instructions", args->instructions, "extra focus for the summary");
   cmd->add_option("--leaf", args->leaf, "compact the branch ending at this entry id");
   cmd->add_option("--notes", args->notes,
@@ -104,6 +109,29 @@ void RegisterCompact(CLI::App& app) {
       return;
     }
     o.summarizer = summarizer->get();
+    CompactionHooks hooks;
+    if (!args->remote_compaction.empty()) {
+      auto models = LoadModels(args->settings.settings_file,
+                               "--remote-compaction " + args->remote_compaction);
+      auto model = models.ok() ? FindModel(*models, args->remote_compaction)
+                               : Result<ModelConfig>(models.status());
+      if (model.ok() && model->provider != ProviderKind::kOpenAiResponses) {
+        model = Status::InvalidArgument("--remote-compaction " + args->remote_compaction +
+                                        ": the model's provider must be openai-responses");
+      }
+      if (!model.ok()) {
+        ExitCode() = Fail(model.status());
+        return;
+      }
+      RemoteCompactionOptions rc;
+      rc.model = *model;
+      rc.on_error = [](const Status& s) {
+        fmt::print(stderr, "compactor: warning: native compaction failed, local summary kept: {}\n",
+                   s.message());
+      };
+      hooks.OnCompacting(RemoteCompactionHook(std::move(rc)));
+      o.hooks = &hooks;
+    }
     o.instructions = args->instructions;
     if (!args->leaf.empty()) o.leaf_id = args->leaf;
     o.notes_path = args->notes;

@@ -81,21 +81,25 @@ Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
   return s;
 }
 
-Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
-                                                   const std::string& settings_file,
-                                                   int64_t reserve_tokens) {
-  if (name.empty() || name == "offline") return NewOfflineSummarizer();
+Result<std::vector<ModelConfig>> LoadModels(const std::string& settings_file,
+                                            const std::string& what) {
   if (settings_file.empty()) {
     return Status::InvalidArgument(
-        "--summarizer " + name +
-        " names a model: give the settings file that defines it (--settings FILE)");
+        what + " names a model: give the settings file that defines it (--settings FILE)");
   }
   std::ifstream in(settings_file, std::ios::binary);
   if (!in) return Status::NotFound(settings_file + ": cannot read the settings file");
   std::stringstream buf;
   buf << in.rdbuf();
-  std::string text = buf.str();
-  ASSIGN_OR_RETURN(std::vector<ModelConfig> models, ParseModelConfigs(text));
+  return ParseModelConfigs(buf.str());
+}
+
+Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
+                                                   const std::string& settings_file,
+                                                   int64_t reserve_tokens) {
+  if (name.empty() || name == "offline") return NewOfflineSummarizer();
+  ASSIGN_OR_RETURN(std::vector<ModelConfig> models,
+                   LoadModels(settings_file, "--summarizer " + name));
   auto candidates = ResolveCandidates(models, name);
   if (!candidates.ok())
     return Status::InvalidArgument(settings_file + ": " + candidates.status().message());

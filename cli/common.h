@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "compactor/context.h"
+#include "compactor/providers.h"
 #include "compactor/session.h"
 #include "compactor/settings.h"
 #include "compactor/status.h"
@@ -65,6 +66,11 @@ Result<CompactionSettings> ResolveSettings(const SettingsArgs& args);
 Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
                                                    const std::string& settings_file,
                                                    int64_t reserve_tokens);
+
+// The models of the settings file's "models" object (kInvalidArgument when no
+// file was given; `what` names the option that needs it).
+Result<std::vector<ModelConfig>> LoadModels(const std::string& settings_file,
+                                            const std::string& what);
 
 // Prints "compactor: <message>" on stderr and returns the exit code for `s`.
 int Fail(const Status& s);

@@ -424,5 +424,47 @@ TEST(EngineCli, CompactWithAConfiguredModel) {
   EXPECT_EQ(no_settings.exit_code, 2);
 }
 
+// `compact --remote-compaction MODEL` also stores OpenAI's native compaction;
+// the text summary stays what pi and every other model see.
+TEST(EngineCli, CompactStoresTheNativeCompactionOfAResponsesModel) {
+  testing::FakeLlmServer server;
+  ASSERT_TRUE(server.Start());
+  server.Push(testing::FakeReply(
+      200, R"({"output":[{"type":"compaction","encrypted_content":"OPAQUE-1"}]})"));
+  TempDir d;
+  std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
+  std::string settings = d.Write(
+      "settings.json",
+      R"({"keepRecentTokens": 2000, "models": {"gpt": {"provider": "openai-responses", "baseUrl": ")" +
+          server.base_url() + R"(/v1", "model": "gpt-5"}, "chat": {"provider": "openai-chat",)" +
+          R"( "model": "m"}}})");
+  auto r = testing::RunCli(
+      {"compact", path, "--remote-compaction", "gpt", "--settings", settings, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["compacted"].get<bool>());
+  EXPECT_EQ(
+      j["entry"]["preserveData"]["openaiRemoteCompaction"]["compactionItem"]["encrypted_content"],
+      "OPAQUE-1");
+  ASSERT_EQ(server.request_count(), 1u);
+  EXPECT_EQ(server.requests()[0].path, "/v1/responses/compact");
+  EXPECT_EQ(nlohmann::json::parse(server.requests()[0].body)["model"], "gpt-5");
+  auto ctx = testing::RunCli({"context", path, "--json"});
+  ASSERT_EQ(ctx.exit_code, 0);
+  EXPECT_EQ(ctx.out.find("OPAQUE-1"), std::string::npos);  // pi's view: the text summary
+
+  auto wrong =
+      testing::RunCli({"compact", path, "--remote-compaction", "chat", "--settings", settings});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("openai-responses"), std::string::npos);
+  // A failing endpoint is a warning; the local compaction is still written.
+  server.Push(testing::FakeReply(503, "down"));
+  std::string path2 = d.Write("s2.jsonl", MakeSession(20, 2000));
+  auto down =
+      testing::RunCli({"compact", path2, "--remote-compaction", "gpt", "--settings", settings});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_NE(down.err.find("native compaction failed"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace compactor
