@@ -865,7 +865,7 @@ class AgentNotes {
   void Modified(const std::string& path) { Add(changed_, path); }
   // The latest outcome of a command the agent considers worth tracking.
   void Command(const std::string& cmd, int exit_code) {
-    auto [it, added] = track_command_.emplace(cmd, !rng_.Chance(kMissCommand));
+    auto it = track_command_.emplace(cmd, !rng_.Chance(kMissCommand)).first;
     if (!it->second) return;
     std::string line = "`" + cmd + "`: " +
                        (exit_code == 0 ? "ok" : "failing (exit " + std::to_string(exit_code) + ")");
