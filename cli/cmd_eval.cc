@@ -32,6 +32,7 @@ struct EvalArgs {
   uint64_t seed = 1;
   int64_t target_tokens = 160000;
   bool no_eval = false;
+  bool no_agent_notes = false;
   bool check = false;
   bool quiet = false;
   bool print_facts = false;
@@ -65,7 +66,8 @@ std::vector<std::string> ExpandSessions(const std::vector<std::string>& inputs) 
 int Run(const EvalArgs& a) {
   std::vector<std::string> sessions = a.sessions;
   if (!a.generate_dir.empty()) {
-    auto written = WriteEvalCorpus(a.generate_dir, a.generate_count, a.seed, a.target_tokens);
+    auto written = WriteEvalCorpus(a.generate_dir, a.generate_count, a.seed, a.target_tokens,
+                                   !a.no_agent_notes);
     if (!written.ok()) return Fail(written.status());
     if (!a.quiet)
       fmt::print(stderr, "generated {} sessions in {}\n", written->size(), a.generate_dir);
@@ -152,7 +154,6 @@ int Run(const EvalArgs& a) {
       if (strategy == Strategy::kNotes && config.compact.notes_path.empty()) {
         ev.session = path;
         ev.strategy = "notes";
-        ev.summarizer = a.summarizer;
         ev.skipped_reason = "no notes file (" + Stem(path) + ".notes.md)";
       } else {
         auto r = EvaluateSession(**session, facts, config);
@@ -228,6 +229,9 @@ void RegisterEval(CLI::App& app) {
   cmd->add_option("--target-tokens", args->target_tokens,
                   "approximate size of each generated session (default 160000)");
   cmd->add_flag("--no-eval", args->no_eval, "with --generate: only write the corpus");
+  cmd->add_flag("--no-agent-notes", args->no_agent_notes,
+                "with --generate: the simulated agent has no notes tool (no write_notes calls, no "
+                "<name>.notes.md)");
   cmd->add_flag("--check", args->check,
                 "exit 3 when the summary strategy misses a quality target (docs/quality.md)");
   cmd->add_flag("--print-facts", args->print_facts,

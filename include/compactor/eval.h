@@ -124,21 +124,32 @@ struct GeneratorOptions {
   // Approximate size of the conversation in pi-estimated tokens; the
   // generator varies it by +-25% with the seed. Default lands in 100k-250k.
   int64_t target_tokens = 160000;
+  // The simulated agent has a notes tool: it keeps `<name>.notes.md` up to
+  // date through write_notes calls in the session (docs/quality.md, "Agent
+  // notes"). Off: an agent without one, no notes calls and no notes file;
+  // the rest of the session is byte for byte the same.
+  bool agent_notes = true;
 };
 
 struct GeneratedSession {
   std::string name;   // e.g. "eval-0001" (no extension)
   std::string jsonl;  // the session file (pi v3), newline-terminated lines
   FactFile facts;
+  // The simulated agent's notes file as it stands at the end of the session:
+  // the content of its last write_notes call (docs/quality.md, "Agent
+  // notes"); what the notes strategy uses as its summary.
+  std::string notes;
 };
 
 // Same options -> same bytes.
 GeneratedSession GenerateEvalSession(const GeneratorOptions& options);
 
 // Writes `count` sessions with seeds seed, seed+1, ... into `dir` (created if
-// needed) as `<name>.jsonl` and `<name>.facts.json`. Returns the session paths.
+// needed) as `<name>.jsonl`, `<name>.facts.json` and (with agent_notes)
+// `<name>.notes.md`. Returns the session paths.
 Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int count, uint64_t seed,
-                                                 int64_t target_tokens = 160000);
+                                                 int64_t target_tokens = 160000,
+                                                 bool agent_notes = true);
 
 // ---------------------------------------------------------------------------
 // Extraction from real sessions (rules in docs/quality.md)
@@ -247,8 +258,9 @@ struct SessionEval {
 
 // Compacts `session` in memory (nothing is written), rebuilds the context and
 // scores `facts` against it. A strategy that cannot run (unsupported, nothing
-// to summarize) yields a result with compacted=false and skipped_reason set;
-// only internal failures are errors.
+// to summarize, empty notes) yields a result with compacted=false,
+// skipped_reason set and no outcomes: it is not scored. Only internal
+// failures are errors.
 Result<SessionEval> EvaluateSession(const Session& session, const FactFile& facts,
                                     const EvalConfig& config);
 

@@ -4,6 +4,7 @@
 // no random device, no locale; integer arithmetic only, so the bytes are the
 // same on every platform.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -73,6 +74,11 @@ struct Revision {
   FactKind kind;       // kDecision or kConstraint
 };
 
+struct AgentWording {
+  std::string what;
+  std::string why;  // decisions: the reason, which an agent sometimes leaves out
+};
+
 struct Scenario {
   std::string name, cwd, lang;
   PhraseSpec goal;
@@ -84,6 +90,10 @@ struct Scenario {
   // Significant commands: key -> command text.
   std::vector<std::pair<std::string, std::string>> commands;
   std::vector<PhraseSpec> next_steps;
+  // How the simulated agent words a fact in its notes file, keyed by the
+  // fact's canonical text (errors: the cause it writes down). Agents write
+  // terse notes in their own words, not the sentences of the conversation.
+  std::map<std::string, AgentWording> wording;
 };
 
 const std::vector<std::vector<std::string>> kSuccessWords = {
@@ -239,6 +249,50 @@ Scenario TypeScriptScenario() {
        {"limiter counters on /metrics", "expose the limiter counters"},
        {}},
   };
+  s.wording = {
+      {s.goal.text,
+       {"Per-client rate limiting for the public payments API: each API key gets its own "
+        "requests/minute budget, 429 + Retry-After when over",
+        ""}},
+      {"use pnpm, not npm", {"pnpm, not npm, for every command", ""}},
+      {"never modify anything under src/generated/",
+       {"Never touch src/generated/ (OpenAPI generator output)", ""}},
+      {"prefer zod schemas over hand-written validation",
+       {"Request parsing: zod schemas over hand-written validation", ""}},
+      {"don't add new runtime dependencies without asking",
+       {"No new runtime dependencies without asking the user", ""}},
+      {"never log the raw API key", {"Never log the raw API key, only its last 4 chars", ""}},
+      {"sliding-window counter",
+       {"Sliding-window counter, not fixed windows",
+        "fixed windows let a client burst to 2x at the window boundary"}},
+      {"onRequest middleware",
+       {"Limiter runs as Fastify onRequest middleware",
+        "fires before body parsing, so rejected requests are cheap"}},
+      {"keyed by the API key's id",
+       {"Limits keyed by API key id, not client IP", "merchants share egress IPs behind a proxy"}},
+      {"Retry-After is computed from the oldest request in the window",
+       {"Retry-After from the oldest request in the window",
+        "clients get the exact wait, not a fixed 60s"}},
+      {"store the counters in Redis",
+       {"Counters in Redis", "all replicas share one budget per key"}},
+      {"in-memory LRU store",
+       {"Counters in an in-memory LRU store per worker, budget divided by the worker count",
+        "edge workers can't reach Redis"}},
+      {"must run on Node 18", {"Must run on Node 18 (payments hosts)", ""}},
+      {"target Node 20", {"Target Node 20; Node 18 support dropped (hosts moved)", ""}},
+      {"add an integration test that drives the checkout route past its budget",
+       {"Integration test that drives the checkout route past its budget", ""}},
+      {"expose the limiter counters on the /metrics endpoint",
+       {"Expose the limiter counters on /metrics for the dashboard", ""}},
+      {"expected 429 to be 200",
+       {"the store buckets by route only, the key id is missing from the bucket key", ""}},
+      {"Cannot read properties of undefined (reading 'windowMs')",
+       {"routes without a plan get an undefined plan in resolveLimit; config needs a default", ""}},
+      {"TS2345: Argument of type 'string' is not assignable to parameter of type 'Duration'",
+       {"the header value is a string and has to go through toDuration() first", ""}},
+      {"Retry-After header missing",
+       {"the 429 path returns before the header hook runs, so the header is never set", ""}},
+  };
   return s;
 }
 
@@ -371,6 +425,48 @@ Scenario PythonScenario() {
        "load-test the importer with the 200k-row file",
        {"load-test the importer", "load test the importer with the 200k-row file"},
        {}},
+  };
+  s.wording = {
+      {s.goal.text,
+       {"Bulk CSV import endpoint for the inventory service: warehouse staff upload a whole "
+        "site's stock counts at once",
+        ""}},
+      {"use uv, not pip", {"uv, not pip, to install or run anything", ""}},
+      {"never edit an Alembic migration that is already merged",
+       {"Never edit an Alembic migration once merged; add a new revision", ""}},
+      {"prefer pydantic v2 models over dataclasses",
+       {"Pydantic v2 models over dataclasses for anything crossing the API boundary", ""}},
+      {"every new endpoint must come with tests",
+       {"Every new endpoint needs tests in tests/api/", ""}},
+      {"never return stack traces to API clients", {"No stack traces to API clients", ""}},
+      {"all-or-nothing per file",
+       {"Row validation is all-or-nothing per file",
+        "a half-applied count leaves the site inconsistent"}},
+      {"background job with a status URL",
+       {"Import runs as a background job with a status URL",
+        "200k-row uploads would time out the request"}},
+      {"SKUs are matched case-insensitively",
+       {"SKUs matched case-insensitively after trimming", "scanners emit trailing spaces"}},
+      {"parse the uploads with pandas",
+       {"Parse uploads with pandas read_csv", "handles the quoting edge cases"}},
+      {"use the stdlib csv module",
+       {"Parse with the stdlib csv module", "pandas adds 60 MB to the container image"}},
+      {"batches of 500", {"Insert rows in batches of 500", ""}},
+      {"batches of 100",
+       {"Insert rows in batches of 100 (DBA: bigger batches lock the stock table too long)", ""}},
+      {"add a progress counter to the import status endpoint",
+       {"Progress counter on the status endpoint of import jobs", ""}},
+      {"load-test the importer with the 200k-row file",
+       {"Load-test the importer with the 200k-row Leeds file", ""}},
+      {"assert 200 == 422",
+       {"unknown SKUs are skipped silently instead of failing validation", ""}},
+      {"duplicate key value violates unique constraint \"stock_site_sku_key\"",
+       {"the writer inserts instead of upserting; needs ON CONFLICT DO UPDATE on (site_id, sku)",
+        ""}},
+      {"Argument 1 to \"enqueue\" has incompatible type",
+       {"create_job returns None for archived sites; the route has to handle it", ""}},
+      {"'utf-8' codec can't decode byte 0xff",
+       {"Excel exports start with a UTF-16 BOM; the parser must sniff the encoding", ""}},
   };
   return s;
 }
@@ -516,7 +612,9 @@ class Builder {
   }
 
   Rng& rng() { return rng_; }
-  int64_t tokens() const { return context_tokens_; }
+  // Size of the conversation without the notes calls: the budget that
+  // decides how much noise to add is the same with and without them.
+  int64_t tokens() const { return context_tokens_ - notes_tokens_; }
   std::vector<Fact>& facts() { return facts_; }
   const std::string& last_id() const { return last_id_; }
 
@@ -542,7 +640,7 @@ class Builder {
       if (!text.empty()) content += ",";
       call_id_ = "toolu_";
       for (int i = 0; i < 24; ++i)
-        call_id_ += "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789"[rng_.Below(58)];
+        call_id_ += "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789"[R().Below(58)];
       content += "{\"type\":\"toolCall\",\"id\":\"" + call_id_ + "\",\"name\":\"" + tool +
                  "\",\"arguments\":" + args_json + "}";
     }
@@ -551,7 +649,7 @@ class Builder {
     // read from or written to the cache, output is this message.
     const int64_t out_tokens = std::max<int64_t>(20, (Utf16Length(content) + 3) / 4);
     const int64_t prompt = kSystemPromptTokens + context_tokens_;
-    const int64_t input = rng_.Range(1, 12);
+    const int64_t input = R().Range(1, 12);
     const int64_t write = std::min<int64_t>(prompt - input, prompt - cached_);
     const int64_t read = prompt - input - write;
     cached_ = prompt;
@@ -634,6 +732,21 @@ class Builder {
     return call;
   }
 
+  // The agent's notes tool (Nominal Code's WriteNotes, named as pi names
+  // tools): the arguments carry the whole file, which the call overwrites.
+  std::string WriteNotes(Rng& side, const std::string& prose, const std::string& content) {
+    std::string args = "{\"content\":";
+    AppendJsString(args, content);
+    args += "}";
+    side_ = &side;
+    const int64_t before = context_tokens_;
+    std::string call = Assistant(prose, "write_notes", args);
+    ToolResult("write_notes", "Notes saved (" + std::to_string(content.size()) + " bytes).", false);
+    notes_tokens_ += context_tokens_ - before;
+    side_ = nullptr;
+    return call;
+  }
+
   void Plant(FactKind kind, const PhraseSpec& p, const std::string& entry_id, const std::string& id,
              const std::string& superseded_by = "") {
     Fact f;
@@ -656,12 +769,15 @@ class Builder {
  private:
   static constexpr int64_t kSystemPromptTokens = 4200;
 
-  void Advance(int lo, int hi) { now_ms_ += rng_.Range(lo, hi); }
+  // The notes calls draw from the notes' own stream, so adding them leaves
+  // every other entry's random choices as they were.
+  Rng& R() { return side_ ? *side_ : rng_; }
+  void Advance(int lo, int hi) { now_ms_ += R().Range(lo, hi); }
 
   std::string NewId() {
     while (true) {
       std::string id;
-      for (int i = 0; i < 8; ++i) id += "0123456789abcdef"[rng_.Below(16)];
+      for (int i = 0; i < 8; ++i) id += "0123456789abcdef"[R().Below(16)];
       if (ids_.insert(id).second) return id;
     }
   }
@@ -678,12 +794,172 @@ class Builder {
   const Scenario& s_;
   int64_t now_ms_ = 0;
   int64_t context_tokens_ = 0;
+  int64_t notes_tokens_ = 0;
+  Rng* side_ = nullptr;
   int64_t cached_ = 0;
   std::string last_id_;
   std::string call_id_;
   std::set<std::string> ids_;
   std::vector<std::string> lines_;
   std::vector<Fact> facts_;
+};
+
+// The simulated agent's notes file (docs/quality.md, "Agent notes"). The
+// agent was told to keep notes of the goal, constraints, decisions, files
+// changed, checks, errors and the next step; it records what it does and
+// hears as it goes, in its own words (Scenario::wording), and saves the file
+// through write_notes only now and then (Save). Its imperfections come from
+// their own stream of random numbers, so a policy change does not reshuffle
+// the conversation around it: some files it only read and some commands are
+// never noted, later constraints are sometimes missed, decision reasons are
+// sometimes left out, an error is sometimes written down by its cause alone.
+class AgentNotes {
+ public:
+  // Seeded through one splitmix output: Rng(seed + 1)'s stream is Rng(seed)'s
+  // shifted by one, which would make the notes of neighbouring seeds alike.
+  // `enabled` false: an agent without a notes tool; nothing is ever saved.
+  AgentNotes(uint64_t seed, const Scenario& s, bool enabled)
+      : rng_(Rng(seed ^ 0x6E6F7465735F6E6FULL).Next()), s_(s), enabled_(enabled) {}
+
+  Rng& rng() { return rng_; }
+  bool dirty() const { return dirty_; }
+  bool empty() const { return saved_.empty(); }
+  const std::string& saved() const { return saved_; }
+
+  void Goal(const PhraseSpec& goal) { Set(goal_, Words(goal.text).what); }
+  // `later`: told mid-session, when the agent is busy and misses one now and then.
+  void Constraint(const PhraseSpec& c, bool later) {
+    if (later && rng_.Chance(kMissLaterConstraint)) return;
+    Add(constraints_, Words(c.text).what);
+  }
+  void Decision(const PhraseSpec& d) {
+    const AgentWording& w = Words(d.text);
+    Add(decisions_,
+        rng_.Chance(kDropReason) || w.why.empty() ? w.what : w.what + " (" + w.why + ")");
+  }
+  // A revision replaces the stale line; some agents keep it struck through
+  // with an arrow to the new one, most just rewrite it.
+  void Revise(const Revision& rev) {
+    std::vector<std::string>& list = rev.kind == FactKind::kDecision ? decisions_ : constraints_;
+    const AgentWording& old_words = Words(rev.stale.text);
+    const AgentWording& new_words = Words(rev.current.text);
+    std::string line =
+        new_words.why.empty() ? new_words.what : new_words.what + " (" + new_words.why + ")";
+    if (rng_.Chance(kKeepHistory)) {
+      std::string lower = line;
+      lower[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(lower[0])));
+      line = "~~" + old_words.what + "~~ -> " + lower;
+    }
+    for (std::string& l : list) {
+      if (l.rfind(old_words.what, 0) == 0) {
+        l = line;
+        dirty_ = true;
+        return;
+      }
+    }
+    Add(list, line);
+  }
+  void Read(const std::string& path) {
+    if (!rng_.Chance(kMissRead)) Add(looked_at_, path);
+  }
+  void Modified(const std::string& path) { Add(changed_, path); }
+  // The latest outcome of a command the agent considers worth tracking.
+  void Command(const std::string& cmd, int exit_code) {
+    auto it = track_command_.emplace(cmd, !rng_.Chance(kMissCommand)).first;
+    if (!it->second) return;
+    std::string line = "`" + cmd + "`: " +
+                       (exit_code == 0 ? "ok" : "failing (exit " + std::to_string(exit_code) + ")");
+    for (auto& [c, l] : checks_) {
+      if (c == cmd) {
+        if (l != line) dirty_ = true;
+        l = line;
+        return;
+      }
+    }
+    checks_.emplace_back(cmd, line);
+    dirty_ = true;
+  }
+  // An error as the agent saw it: the first line of the failing output
+  // (shortened as people do), or only its diagnosis.
+  void Error(const std::string& output, const ErrorSpec& e, bool open) {
+    std::string first = output.substr(0, output.find('\n'));
+    if (first.size() > kQuoteChars) first = first.substr(0, kQuoteChars) + "...";
+    const std::string cause = Words(e.text).what;
+    std::string line;
+    if (open) {
+      line = "OPEN: `" + first + "` - " + cause + "; not fixed yet, needs more information";
+    } else {
+      const std::string fixed = "Fixed in " + e.fix_file + ": ";
+      line = rng_.Chance(kQuoteFixedError) ? fixed + "`" + first + "` - " + cause : fixed + cause;
+    }
+    Add(errors_, line);
+  }
+  void Next(const std::string& step) { Set(next_, step); }
+
+  std::string Render() const {
+    std::string out = "# Notes: " + s_.name + "\n\n## Goal\n" + goal_ + "\n";
+    auto section = [&out](const char* title, const std::vector<std::string>& lines) {
+      if (lines.empty()) return;
+      out += std::string("\n## ") + title + "\n";
+      for (const std::string& l : lines) out += "- " + l + "\n";
+    };
+    section("Constraints", constraints_);
+    section("Decisions", decisions_);
+    section("Files changed", changed_);
+    section("Files looked at", looked_at_);
+    std::vector<std::string> checks;
+    for (const auto& c : checks_) checks.push_back(c.second);
+    section("Checks", checks);
+    section("Errors", errors_);
+    if (!next_.empty()) out += "\n## Next\n" + next_ + "\n";
+    return out;
+  }
+
+  // Writes the file through the tool; returns the call's entry id.
+  std::string Save(Builder& b) {
+    static const std::vector<std::string> kLeads = {"Updating my notes.",
+                                                    "Saving progress to the notes file.", "",
+                                                    "Notes first, before I go on."};
+    if (!enabled_) return "";
+    saved_ = Render();
+    dirty_ = false;
+    return b.WriteNotes(rng_, rng_.Pick(kLeads), saved_);
+  }
+
+ private:
+  // Percentages of the imperfections (documented in docs/quality.md).
+  static constexpr int kMissLaterConstraint = 20;
+  static constexpr int kDropReason = 15;
+  static constexpr int kKeepHistory = 40;
+  static constexpr int kMissRead = 35;
+  static constexpr int kMissCommand = 20;
+  static constexpr int kQuoteFixedError = 70;
+  static constexpr size_t kQuoteChars = 110;
+
+  const AgentWording& Words(const std::string& text) const {
+    static const AgentWording kNone;
+    auto it = s_.wording.find(text);
+    return it == s_.wording.end() ? kNone : it->second;
+  }
+  void Set(std::string& field, const std::string& value) {
+    if (field != value) dirty_ = true;
+    field = value;
+  }
+  void Add(std::vector<std::string>& list, const std::string& line) {
+    if (line.empty() || std::find(list.begin(), list.end(), line) != list.end()) return;
+    list.push_back(line);
+    dirty_ = true;
+  }
+
+  Rng rng_;
+  const Scenario& s_;
+  const bool enabled_;
+  bool dirty_ = false;
+  std::string saved_;
+  std::string goal_, next_;
+  std::vector<std::string> constraints_, decisions_, changed_, looked_at_, errors_;
+  std::vector<std::pair<std::string, std::string>> checks_;
+  std::map<std::string, bool> track_command_;
 };
 
 std::string CommandOf(const Scenario& s, const std::string& key) {
@@ -717,6 +993,11 @@ std::string CommandOutput(Rng& r, const Scenario& s, const std::string& key,
          "import jobs\nDone: database is at head.\n";
 }
 
+// When the simulated agent saves its notes (percentages; docs/quality.md).
+constexpr int kSaveRightAway = 60;   // after the user changes the plan
+constexpr int kSaveAfterTopic = 50;  // after a topic (at the latest after two)
+constexpr int kFinalSave = 70;       // when wrapping up
+
 // Agents do not always announce decisions the same way: vary the lead-in of
 // a "Decision: ..." sentence (the fact text and its reason stay verbatim).
 std::string Reword(Rng& r, const std::string& sentence) {
@@ -739,6 +1020,8 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   const Scenario& s = scenario;
   Builder b(seed, s);
   Rng& r = b.rng();
+  AgentNotes notes(seed, s, options.agent_notes);
+  Rng& nr = notes.rng();
   const int64_t target =
       options.target_tokens * (75 + static_cast<int64_t>(r.Below(51))) / 100;  // +-25%
 
@@ -783,7 +1066,18 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
         b.Bash(prose, cmd, CommandOutput(r, s, key, failure), failure.empty() ? 0 : code);
     last_exit[cmd] = failure.empty() ? 0 : code;
     command_entry[cmd] = id;
+    notes.Command(cmd, last_exit[cmd]);
     return id;
+  };
+  // The agent saves its notes after a user changes the plan (right away, or
+  // at the end of the current topic), and otherwise after a topic now and
+  // then but never more than two topics apart.
+  int topics_since_save = 0;
+  auto maybe_save_now = [&] {
+    if (nr.Chance(kSaveRightAway)) {
+      notes.Save(b);
+      topics_since_save = 0;
+    }
   };
   auto noise = [&](int rounds) {
     for (int i = 0; i < rounds; ++i) {
@@ -826,10 +1120,14 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   b.Plant(FactKind::kGoal, s.goal, open_id, fid("goal-"));
   b.Plant(FactKind::kConstraint, s.constraints[cons[0]], open_id, fid("constraint-"));
   b.Plant(FactKind::kConstraint, s.constraints[cons[1]], open_id, fid("constraint-"));
+  notes.Goal(s.goal);
+  notes.Constraint(s.constraints[cons[0]], false);
+  notes.Constraint(s.constraints[cons[1]], false);
   std::string stale_con_id;
   if (revise_constraint) {
     stale_con_id = fid("constraint-");
     b.Plant(FactKind::kConstraint, rev_con.stale, open_id, stale_con_id, "pending");
+    notes.Constraint(rev_con.stale, false);
   }
 
   // --- Exploration: reads (files only read are facts) and noise.
@@ -839,6 +1137,7 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   for (const std::string& p : reads) {
     std::string id = b.Read("Reading " + p + ".", p, FileContent(r, s.lang, p, r.Range(10, 40)));
     b.Plant(FactKind::kFileRead, {"", p, {}, {}}, id, fid("read-"));
+    notes.Read(p);
   }
   noise(r.Range(2, 4));
 
@@ -849,6 +1148,9 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
       b.Assistant(rev_dec.stale.sentence + " I'll wire that in first.");
   const std::string stale_dec_id = fid("decision-");
   b.Plant(FactKind::kDecision, rev_dec.stale, stale_dec_entry, stale_dec_id, "pending");
+  notes.Decision(rev_dec.stale);
+  notes.Next("Start with " + modify.front());
+  notes.Save(b);
 
   // --- Topics: one per modified file; decisions, errors and constraints spread over them.
   const size_t tail_files = 1;  // the last file is edited in the kept tail
@@ -861,6 +1163,7 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
     if (dec_i < decs.size() && (t % 2 == 0 || t + 2 >= middle)) {
       const PhraseSpec& d = s.decisions[decs[dec_i++]];
       b.Plant(FactKind::kDecision, d, b.Assistant(Reword(r, d.sentence)), fid("decision-"));
+      notes.Decision(d);
     }
     b.Read("Let me look at " + path + " before changing it.", path,
            FileContent(r, s.lang, path, r.Range(10, 35)));
@@ -869,6 +1172,7 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
                               ? b.Write("Writing the new version of " + path + ".", path, after)
                               : b.Edit("Updating " + path + ".", path, before, after);
     b.Plant(FactKind::kFileModified, {"", path, {}, {}}, edit_id, fid("modified-"));
+    notes.Modified(path);
     // An error shows up in this topic?
     if (err_i < errs.size() && (t % 2 == 1 || t + 2 >= middle)) {
       const ErrorSpec& e = s.errors[errs[err_i]];
@@ -882,11 +1186,13 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
       f.fixed = fixed;
       f.entry_id = id;
       b.facts().push_back(f);
+      notes.Error(e.output, e, !fixed);
       b.Assistant(e.explanation);
       noise(r.Range(1, 3));
       if (fixed) {
         b.Edit("Fixing it in " + e.fix_file + ".", e.fix_file,
                FileContent(r, s.lang, e.fix_file, 1), FileContent(r, s.lang, e.fix_file, 1));
+        notes.Modified(e.fix_file);
         run_cmd(e.command_key, "Re-running.", "", 0);
         b.Assistant("That fixed it.");
       } else {
@@ -908,11 +1214,14 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
       const PhraseSpec& c = s.constraints[cons[2]];
       std::string id = b.User("One more thing: " + c.sentence);
       b.Plant(FactKind::kConstraint, c, id, fid("constraint-"));
+      notes.Constraint(c, true);
       if (cons.size() > 3) {
         const PhraseSpec& c4 = s.constraints[cons[3]];
         std::string id4 = b.User("And: " + c4.sentence);
         b.Plant(FactKind::kConstraint, c4, id4, fid("constraint-"));
+        notes.Constraint(c4, true);
       }
+      if (notes.dirty()) maybe_save_now();
     }
     if (!revised && t + 1 >= middle / 2) {
       revised = true;
@@ -922,6 +1231,8 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
       for (Fact& f : b.facts())
         if (f.id == stale_dec_id) f.superseded_by = cur;
       b.Assistant("Understood, switching to that now.");
+      notes.Revise(rev_dec);
+      maybe_save_now();
     }
     if (!con_revised && t + 1 >= middle * 2 / 3) {
       con_revised = true;
@@ -931,6 +1242,16 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
       for (Fact& f : b.facts())
         if (f.id == stale_con_id) f.superseded_by = cur;
       b.Assistant("Noted.");
+      notes.Revise(rev_con);
+      maybe_save_now();
+    }
+    // End of the topic: what is next, and a save when one is due.
+    notes.Next(t + 1 < middle ? "Continue with " + modify[t + 1]
+                              : "Finish " + modify.back() + ", then a final build");
+    ++topics_since_save;
+    if (notes.dirty() && (topics_since_save >= 2 || nr.Chance(kSaveAfterTopic))) {
+      notes.Save(b);
+      topics_since_save = 0;
     }
     // Tool noise up to this topic's share of the budget.
     const int64_t goal_tokens =
@@ -941,6 +1262,7 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   while (dec_i < decs.size()) {
     const PhraseSpec& d = s.decisions[decs[dec_i++]];
     b.Plant(FactKind::kDecision, d, b.Assistant(Reword(r, d.sentence)), fid("decision-"));
+    notes.Decision(d);
   }
 
   // --- Tail: the next step, the last file and a final check.
@@ -958,7 +1280,13 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
           b.Edit("Updating " + last + ".", last, FileContent(r, s.lang, last, 1),
                  FileContent(r, s.lang, last, 2)),
           fid("modified-"));
+  notes.Modified(last);
   run_cmd("build", "Final build check.", "", 0);
+  // Wrapping up, the agent usually brings its notes up to date one last time.
+  if (nr.Chance(kFinalSave)) {
+    notes.Next(s.wording.at(next.text).what);
+    notes.Save(b);
+  }
   std::string wrap = "Done for today; the open items are noted above.";
   std::string final_id = b.Assistant(wrap + " " + next.sentence);
   b.Plant(FactKind::kNextStep, next, ns_id.empty() ? final_id : ns_id, fid("next-"));
@@ -988,21 +1316,29 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
   out.facts.source = "generated";
   out.facts.seed = seed;
   out.facts.facts = b.facts();
+  out.notes = notes.saved();
   return out;
 }
 
 Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int count, uint64_t seed,
-                                                 int64_t target_tokens) {
+                                                 int64_t target_tokens, bool agent_notes) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError(dir + ": " + ec.message());
   std::vector<std::string> paths;
   for (int i = 0; i < count; ++i) {
-    GeneratedSession g = GenerateEvalSession({seed + static_cast<uint64_t>(i), target_tokens});
+    GeneratedSession g =
+        GenerateEvalSession({seed + static_cast<uint64_t>(i), target_tokens, agent_notes});
     const std::string base = dir + "/" + g.name;
     RewriteOptions no_backup{false, ".bak"};
     RETURN_IF_ERROR(WriteFileAtomic(base + ".jsonl", g.jsonl, no_backup));
     RETURN_IF_ERROR(WriteFileAtomic(base + ".facts.json", FactFileToJson(g.facts), no_backup));
+    if (agent_notes) {
+      RETURN_IF_ERROR(WriteFileAtomic(base + ".notes.md", g.notes, no_backup));
+    } else {
+      // A notes file left from an earlier corpus would belong to another session.
+      std::filesystem::remove(base + ".notes.md", ec);
+    }
     paths.push_back(base + ".jsonl");
   }
   return paths;

@@ -58,7 +58,10 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   SessionEval ev;
   ev.session = session.path();
   ev.strategy = config.strategy ? std::string(StrategyName(*config.strategy)) : "none";
-  ev.summarizer = config.strategy ? config.summarizer_name : "";
+  // notes and mask call no summarizer: naming one would mislabel their results.
+  const bool summarizes = config.strategy && *config.strategy != Strategy::kNotes &&
+                          *config.strategy != Strategy::kMask;
+  ev.summarizer = summarizes ? config.summarizer_name : "";
 
   ContextOptions context_options;
   context_options.expand_compactions = true;
@@ -89,31 +92,34 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
     }
     const CompactionResult& r = computed->result;
     if (!r.compacted) {
-      ev.skipped_reason = r.skipped_reason;
-      rebuilt = std::move(before);
-    } else {
-      ev.compacted = true;
-      ev.summarized_tokens = r.summarized_tokens;
-      ev.summary_tokens = r.summary.empty() ? 0 : EstimateTextTokens(r.summary);
-      first_kept = r.first_kept_entry_id;
-      switch (r.strategy) {
-        case Strategy::kHandoff: {
-          ASSIGN_OR_RETURN(rebuilt_session, Session::FromString(computed->handoff_jsonl,
-                                                                session.path() + " (handoff)"));
-          everything_summarized = true;
-          break;
-        }
-        case Strategy::kMask: {
-          ASSIGN_OR_RETURN(rebuilt_session, Session::FromString(computed->rewritten_jsonl,
-                                                                session.path() + " (masked)"));
-          break;
-        }
-        default: {
-          ASSIGN_OR_RETURN(rebuilt_session, SessionWithAppended(session, r.entry_json));
-        }
-      }
-      ASSIGN_OR_RETURN(rebuilt, BuildSessionContext(*rebuilt_session, context_options));
+      // Not scored either: the uncompacted context would count as this
+      // strategy's retention (an empty notes file would score the ceiling).
+      ev.skipped_reason = r.skipped_reason.empty() ? "not compacted" : r.skipped_reason;
+      ev.context_tokens_after = ev.context_tokens_before;
+      ev.total_ms = Ms(start);
+      return ev;
     }
+    ev.compacted = true;
+    ev.summarized_tokens = r.summarized_tokens;
+    ev.summary_tokens = r.summary.empty() ? 0 : EstimateTextTokens(r.summary);
+    first_kept = r.first_kept_entry_id;
+    switch (r.strategy) {
+      case Strategy::kHandoff: {
+        ASSIGN_OR_RETURN(rebuilt_session, Session::FromString(computed->handoff_jsonl,
+                                                              session.path() + " (handoff)"));
+        everything_summarized = true;
+        break;
+      }
+      case Strategy::kMask: {
+        ASSIGN_OR_RETURN(rebuilt_session, Session::FromString(computed->rewritten_jsonl,
+                                                              session.path() + " (masked)"));
+        break;
+      }
+      default: {
+        ASSIGN_OR_RETURN(rebuilt_session, SessionWithAppended(session, r.entry_json));
+      }
+    }
+    ASSIGN_OR_RETURN(rebuilt, BuildSessionContext(*rebuilt_session, context_options));
   }
   ev.context_tokens_after = HeuristicSum(rebuilt.messages);
   const std::vector<RenderedBlock> blocks = RenderContext(rebuilt.messages);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -17,6 +18,7 @@ TEST(GeneratorTest, SameSeedSameBytes) {
   EXPECT_EQ(a.name, "eval-0003");
   EXPECT_EQ(a.jsonl, b.jsonl);
   EXPECT_EQ(FactFileToJson(a.facts), FactFileToJson(b.facts));
+  EXPECT_EQ(a.notes, b.notes);
   GeneratedSession c = GenerateEvalSession({4, 120000});
   EXPECT_NE(a.jsonl, c.jsonl);
 }
@@ -33,7 +35,132 @@ TEST(GeneratorTest, CorpusFilesAreDeterministic) {
     auto f = ReadFactFile(facts);
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     EXPECT_FALSE(f->facts.empty());
+    const std::string stem = (*p1)[i].substr(0, (*p1)[i].size() - 6);
+    const std::string notes = testing::ReadFileOrDie(stem + ".notes.md");
+    EXPECT_EQ(notes, GenerateEvalSession({10 + i, 100000}).notes);
+    EXPECT_EQ(notes,
+              testing::ReadFileOrDie(d2.path() + stem.substr(d1.path().size()) + ".notes.md"));
   }
+}
+
+// The write_notes calls of a generated session: (entry index on the path, content).
+std::vector<std::pair<size_t, std::string>> NotesCalls(const Session& session) {
+  std::vector<std::pair<size_t, std::string>> calls;
+  std::vector<size_t> path = session.PathTo(*session.Leaf());
+  std::string pending;  // call id waiting for its result
+  for (size_t i = 0; i < path.size(); ++i) {
+    auto m = nlohmann::json::parse(session.MessageJson(path[i]), nullptr, false);
+    if (m.is_discarded() || !m.is_object()) continue;
+    if (!pending.empty()) {
+      // The result follows its call directly.
+      EXPECT_EQ(m.value("role", ""), "toolResult");
+      EXPECT_EQ(m.value("toolCallId", ""), pending);
+      EXPECT_EQ(m.value("toolName", ""), "write_notes");
+      EXPECT_FALSE(m.value("isError", true));
+      pending.clear();
+      continue;
+    }
+    if (m.value("role", "") != "assistant") continue;
+    for (const auto& part : m["content"]) {
+      if (part.value("type", "") != "toolCall" || part.value("name", "") != "write_notes") continue;
+      calls.emplace_back(i, part["arguments"]["content"].get<std::string>());
+      pending = part["id"].get<std::string>();
+    }
+  }
+  EXPECT_TRUE(pending.empty()) << "a write_notes call without its result";
+  return calls;
+}
+
+// Without a notes tool the session is the same conversation minus the
+// write_notes calls: same entry ids and message contents, in the same order.
+TEST(GeneratorTest, NotesCallsAreTheOnlyDifference) {
+  for (uint64_t seed : {1, 2}) {
+    GeneratedSession with = GenerateEvalSession({seed, 120000, true});
+    GeneratedSession without = GenerateEvalSession({seed, 120000, false});
+    EXPECT_TRUE(without.notes.empty());
+    EXPECT_EQ(FactFileToJson(with.facts), FactFileToJson(without.facts));
+    auto a = Session::FromString(with.jsonl, "with.jsonl");
+    auto b = Session::FromString(without.jsonl, "without.jsonl");
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(NotesCalls(**b).empty());
+    const size_t notes_entries = 2 * NotesCalls(**a).size();
+    ASSERT_GT(notes_entries, 0u);
+    auto contents = [](const Session& s, bool skip_notes) {
+      std::vector<std::string> out;
+      std::vector<size_t> path = s.PathTo(*s.Leaf());
+      for (size_t i : path) {
+        auto m = nlohmann::json::parse(s.MessageJson(i), nullptr, false);
+        if (m.is_discarded() || !m.is_object()) continue;
+        const std::string text = m["content"].dump();
+        if (skip_notes && (m.value("toolName", "") == "write_notes" ||
+                           text.find("\"write_notes\"") != std::string::npos))
+          continue;
+        out.push_back(s.entry(i).id + " " + m.value("role", "") + " " + text);
+      }
+      return out;
+    };
+    std::vector<std::string> ca = contents(**a, true), cb = contents(**b, false);
+    EXPECT_EQ(ca.size() + notes_entries, contents(**a, false).size());
+    ASSERT_EQ(ca.size(), cb.size());
+    for (size_t i = 0; i < ca.size(); ++i) EXPECT_EQ(ca[i], cb[i]) << seed << " at " << i;
+  }
+}
+
+TEST(GeneratorTest, AgentKeepsNotesThroughItsTool) {
+  int current = 0, retained = 0, missed_minor = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    GeneratedSession g = GenerateEvalSession({seed});
+    auto session = Session::FromString(g.jsonl, g.name + ".jsonl");
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    auto calls = NotesCalls(**session);
+    // Saved now and then, not after every step.
+    ASSERT_GE(calls.size(), 4u) << seed;
+    EXPECT_LE(calls.size(), 16u) << seed;
+    // The file is what the last call wrote; earlier saves are older versions.
+    EXPECT_EQ(g.notes, calls.back().second) << seed;
+    EXPECT_NE(calls.front().second, calls.back().second) << seed;
+    EXPECT_EQ(g.notes.rfind("# Notes: ", 0), 0u) << seed;
+
+    // Scored as a summary on their own: a revision is always carried into
+    // the notes, so no stale fact reads as current and its replacement is
+    // there; the goal and the files changed before the last save are kept.
+    std::vector<size_t> path = (*session)->PathTo(*(*session)->Leaf());
+    std::map<std::string, size_t> position;
+    for (size_t i = 0; i < path.size(); ++i) position[(*session)->entry(path[i]).id] = i;
+    RenderedBlock block;
+    block.summary = true;
+    block.text = g.notes;
+    std::vector<FactOutcome> outcomes = ScoreFacts(g.facts.facts, {block});
+    std::set<std::string> by_id;
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      const Fact& f = g.facts.facts[i];
+      const FactOutcome& o = outcomes[i];
+      if (!f.superseded_by.empty()) {
+        EXPECT_FALSE(o.stale_as_current) << seed << " " << f.id << ": " << f.text;
+        by_id.insert(f.superseded_by);
+        continue;
+      }
+      ++current;
+      if (o.retained) ++retained;
+      if (f.kind == FactKind::kGoal) {
+        EXPECT_TRUE(o.retained) << seed;
+      }
+      if (f.kind == FactKind::kFileModified && position.at(f.entry_id) < calls.back().first) {
+        EXPECT_TRUE(o.retained) << seed << " " << f.text;
+      }
+      if (!o.retained && (f.kind == FactKind::kFileRead || f.kind == FactKind::kCommand))
+        ++missed_minor;
+    }
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      if (by_id.count(g.facts.facts[i].id)) {
+        EXPECT_TRUE(outcomes[i].retained) << seed << " " << g.facts.facts[i].id;
+      }
+    }
+  }
+  // An agent's notes, not the answer key: most facts, some minor ones missing.
+  EXPECT_GE(retained * 100, current * 70) << retained << "/" << current;
+  EXPECT_LT(retained, current);
+  EXPECT_GT(missed_minor, 0);
 }
 
 class GeneratedSessionTest : public ::testing::TestWithParam<uint64_t> {};
