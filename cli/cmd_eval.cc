@@ -169,6 +169,7 @@ int Run(const EvalArgs& a) {
   if (a.print_facts) return kExitOk;
 
   std::vector<EvalSummary> summaries;
+  summaries.reserve(order.size());
   for (const std::string& s : order) summaries.push_back(Summarize(by_strategy[s]));
   if (a.json) {
     Print(EvalJson(summaries, all));

@@ -12,7 +12,7 @@ packages=(
   libsimdjson-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm time clang-format
+  nodejs npm time clang-format clang-tidy
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -19,6 +19,8 @@ for hook in "$root"/scripts/test.d/*.sh; do
 done
 if [ "${CI:-}" = "true" ]; then
   "$root/scripts/check_format.sh"
+  # clang-tidy on the sources the commit under test changed (.clang-tidy).
+  "$root/scripts/tidy.sh" "$root/build"
 fi
 cd "$root/build"
 ctest --output-on-failure -j"$(nproc)" --timeout 900

@@ -32,7 +32,7 @@ class Rng {
   // Uniform in [0, n).
   size_t Below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(Next() % n); }
   int Range(int lo, int hi) {
-    return lo + static_cast<int>(Below(static_cast<size_t>(hi - lo + 1)));
+    return lo + static_cast<int>(Below(static_cast<size_t>(hi - lo) + 1));
   }
   bool Chance(int percent) { return static_cast<int>(Below(100)) < percent; }
   template <typename T>

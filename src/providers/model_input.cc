@@ -296,7 +296,7 @@ std::string ToolResultMessageJson(std::string_view tool_call_id, std::string_vie
 CompactionHooks::Compacting RemoteCompactionHook(RemoteCompactionOptions options) {
   return [o = std::move(options)](const CompactingEvent& e) -> CompactingResult {
     CompactingResult none;
-    auto fail = [&](Status s) {
+    auto fail = [&](const Status& s) {
       if (o.on_error) o.on_error(s);
       return none;
     };
