@@ -278,24 +278,31 @@ std::string LongSession() {
   return b.Text();
 }
 
-TEST(RemoteCompactionHookTest, StoresTheNativeHistoryAndChainsIt) {
+// The hook registered for a Responses model at a fake server, and a session to compact.
+class RemoteCompactionHookTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server.Start()); }
+  void UseHook(const std::string& base_suffix, const std::string& key_env = "") {
+    RemoteCompactionOptions ro;
+    ro.model = Model(ProviderKind::kOpenAiResponses, server.base_url() + base_suffix);
+    ro.model.api_key_env = key_env;
+    ro.call.get_env = [](const std::string&) { return std::optional<std::string>("sk-test-123"); };
+    ro.on_error = [this](const Status& s) { errors.push_back(s); };
+    hooks.OnCompacting(RemoteCompactionHook(ro));
+    co.hooks = &hooks;
+    co.settings.keep_recent_tokens = 1000;
+  }
   FakeLlmServer server;
-  ASSERT_TRUE(server.Start());
   TempDir dir;
+  std::vector<Status> errors;
+  CompactionHooks hooks;
+  CompactOptions co;
+};
+
+TEST_F(RemoteCompactionHookTest, StoresTheNativeHistoryAndChainsIt) {
   std::string path = dir.Write("s.jsonl", LongSession());
   server.Push(FakeReply(200, CompactReply("ENC1")));
-
-  RemoteCompactionOptions ro;
-  ro.model = Model(ProviderKind::kOpenAiResponses, server.base_url() + "/v1");
-  ro.model.api_key_env = "TEST_OPENAI_KEY";
-  ro.call.get_env = [](const std::string&) { return std::optional<std::string>("sk-test-123"); };
-  std::vector<Status> errors;
-  ro.on_error = [&](const Status& s) { errors.push_back(s); };
-  CompactionHooks hooks;
-  hooks.OnCompacting(RemoteCompactionHook(ro));
-  CompactOptions co;
-  co.hooks = &hooks;
-  co.settings.keep_recent_tokens = 1000;
+  UseHook("/v1", "TEST_OPENAI_KEY");
   auto r = CompactFile(path, co);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->compacted);
@@ -348,21 +355,10 @@ TEST(RemoteCompactionHookTest, StoresTheNativeHistoryAndChainsIt) {
             "ENC2");
 }
 
-TEST(RemoteCompactionHookTest, FailureKeepsTheLocalCompaction) {
-  FakeLlmServer server;
-  ASSERT_TRUE(server.Start());
-  TempDir dir;
+TEST_F(RemoteCompactionHookTest, FailureKeepsTheLocalCompaction) {
   std::string path = dir.Write("s.jsonl", LongSession());
   server.Push(FakeReply(500, R"({"error":{"message":"boom"}})"));
-  RemoteCompactionOptions ro;
-  ro.model = Model(ProviderKind::kOpenAiResponses, server.base_url());
-  std::vector<Status> errors;
-  ro.on_error = [&](const Status& s) { errors.push_back(s); };
-  CompactionHooks hooks;
-  hooks.OnCompacting(RemoteCompactionHook(ro));
-  CompactOptions co;
-  co.hooks = &hooks;
-  co.settings.keep_recent_tokens = 1000;
+  UseHook("");
   auto r = CompactFile(path, co);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->compacted);
