@@ -133,7 +133,6 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
             e.type == EntryType::kCompaction || e.type == EntryType::kBranchSummary;
         if (summary_entry && total < budget * 9 / 10) {
           messages.insert(messages.begin(), std::move(m).value());
-          total += tokens;
         }
         break;
       }

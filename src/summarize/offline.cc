@@ -52,6 +52,7 @@ std::string Lower(std::string_view s) {
 // Previous summary (update) parsing
 // ---------------------------------------------------------------------------
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier): clang-tidy 14 flags the implicit array copy
 struct Parsed {
   std::vector<std::string> lines[kSecs];
 };
@@ -141,7 +142,7 @@ Parsed ParseSummary(std::string_view text) {
     }
     if (sec == kNext && body.size() > 2 && std::isdigit(static_cast<unsigned char>(body[0]))) {
       size_t dot = body.find(". ");
-      if (dot != std::string_view::npos && dot < 4) body.remove_prefix(dot + 2);
+      if (dot < 4) body.remove_prefix(dot + 2);  // npos is never < 4
     }
     body = TrimView(body);
     if (body.empty() || body == "(none)") continue;
