@@ -208,6 +208,39 @@ TEST_F(AgentTest, TheModelItselfCanSummarizeAndAFailedSummaryLeavesTheSessionInt
   EXPECT_TRUE((*session)->warnings().empty());
 }
 
+// --stream: tool calls arrive as argument fragments over SSE and are assembled.
+TEST_F(AgentTest, StreamedToolCallsAreAssembled) {
+  FakeReply tool_call(200, "", "text/event-stream");
+  tool_call.chunks = {
+      "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":"
+      "\"s1\",\"type\":\"function\",\"function\":{\"name\":\"write\",\"arguments\":\"\"}}]}}]}\n\n",
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
+      "\"{\\\"path\\\":\\\"s.txt\\\",\"}}]}}]}\n\n",
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
+      "\"\\\"content\\\":\\\"streamed\\\"}\"}}]}}]}\n\n",
+      "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}],\"usage\":"
+      "{\"prompt_tokens\":50,\"completion_tokens\":9}}\n\n",
+      "data: [DONE]\n\n"};
+  server_.Push(tool_call);
+  FakeReply answer(200, "", "text/event-stream");
+  answer.chunks = {"data: {\"choices\":[{\"delta\":{\"content\":\"All \"}}]}\n\n",
+                   "data: {\"choices\":[{\"delta\":{\"content\":\"written.\"},"
+                   "\"finish_reason\":\"stop\"}]}\n\n",
+                   "data: [DONE]\n\n"};
+  server_.Push(answer);
+  RunResult r = Run({"--stream", "--json", "write it"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(ReadFileOrDie(work_ + "/s.txt"), "streamed");
+  EXPECT_THAT(r.out, HasSubstr(R"({"type":"tool","name":"write","isError":false})"));
+  EXPECT_THAT(r.out, HasSubstr(R"({"type":"answer","text":"All written."})"));
+  EXPECT_EQ(Json::parse(server_.requests()[0].body)["stream"], true);
+  // The assistant message stored in the session has the parsed arguments.
+  auto messages = EntriesOfType(session_, "message");
+  ASSERT_GE(messages.size(), 2u);
+  EXPECT_EQ(messages[1]["message"]["content"][0]["arguments"]["content"], "streamed");
+  EXPECT_EQ(messages[1]["message"]["usage"]["input"], 50);
+}
+
 TEST_F(AgentTest, FailuresAreReportedWithExitCodes) {
   RunResult help = RunProgram({COMPACTOR_AGENT_PATH, "--help"});
   EXPECT_EQ(help.exit_code, 0);
