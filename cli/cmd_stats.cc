@@ -33,6 +33,7 @@ void RegisterStats(CLI::App& app) {
                   "measure the context of this entry instead of the file's leaf");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] {
+    args->session.estimate_messages = true;
     auto loaded = LoadWithContext(args->session, args->leaf);
     if (!loaded.ok()) {
       ExitCode() = Fail(loaded.status());
@@ -57,7 +58,7 @@ void RegisterStats(CLI::App& app) {
     int64_t path_compactions = 0;
     for (size_t i : ctx->path)
       if (s.entry(i).type == EntryType::kCompaction) path_compactions++;
-    ContextEstimate est = EstimateContextTokens(ctx->messages);
+    ContextEstimate est = EstimateContextTokens(s, ctx->messages, TokenCounter());
 
     nlohmann::ordered_json j;
     j["file"] = s.path();

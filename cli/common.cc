@@ -23,6 +23,7 @@ void AddSessionArgs(CLI::App* cmd, SessionArgs* args) {
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args) {
   LoadOptions options;
   options.strict = args.strict;
+  options.estimate_messages = args.estimate_messages;
   auto count = std::make_shared<int>(0);
   const bool quiet = args.quiet;
   options.on_warning = [count, quiet](const LoadWarning& w) {

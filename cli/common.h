@@ -30,6 +30,8 @@ struct SessionArgs {
   std::string file;
   bool strict = false;
   bool quiet = false;  // no warnings on stderr
+  // Set by commands that estimate the context (LoadOptions::estimate_messages).
+  bool estimate_messages = false;
 };
 
 void AddSessionArgs(CLI::App* cmd, SessionArgs* args);

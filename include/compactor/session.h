@@ -70,6 +70,9 @@ struct Entry {
   bool summary_empty = true;
   // Whether the fields were present (pi copies undefined, and JSON drops it).
   bool has_provider = false, has_model = false, has_thinking_level = false;
+  // message entries: pi's token estimate of the message (EstimateMessageTokens),
+  // measured while indexing when LoadOptions::estimate_messages is set; -1 otherwise.
+  int64_t estimate = -1;
 };
 
 struct SessionHeader {
@@ -99,6 +102,10 @@ struct LoadOptions {
   // Called about every 8 MiB while a file is indexed (bytes done, total), for
   // progress display on a terminal.
   std::function<void(size_t, size_t)> on_progress;
+  // Also measure every message's token estimate during the single indexing
+  // pass (Entry::estimate), for callers that will estimate the context or
+  // prepare a compaction: they then never read the messages a second time.
+  bool estimate_messages = false;
 };
 
 class Session {

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <string.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -126,8 +128,12 @@ void ExtractFileOps(const Message& message, FileOps& ops) {
 }
 
 void ExtractFileOpsFromJson(std::string_view message_json, FileOps& ops) {
-  // Most messages call no tool: skip them without parsing.
-  if (message_json.find("\"toolCall\"") == std::string_view::npos) return;
+  // Most messages call no tool: skip them without parsing. memmem rather than
+  // string_view::find, which stops at every '"' of the message.
+  static constexpr std::string_view kNeedle = "\"toolCall\"";
+  if (memmem(message_json.data(), message_json.size(), kNeedle.data(), kNeedle.size()) ==
+      nullptr)
+    return;
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element m;
   if (parser.parse(message_json.data(), message_json.size(), true).get(m)) return;

@@ -103,9 +103,10 @@ std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<s
     if (pos >= 0 && static_cast<size_t>(pos) < context_estimates->size()) {
       c.tokens = (*context_estimates)[static_cast<size_t>(pos)];
     } else if (e.type == EntryType::kMessage) {
-      c.tokens = counter.Message(session.MessageJson(path[i]));
+      c.tokens = EntryMessageTokens(session, path[i], counter);
     } else if (e.type == EntryType::kCustomMessage || e.type == EntryType::kBranchSummary) {
-      if (const ContextMessage* m = index.Find(path[i])) c.tokens = counter.Message(m->json());
+      if (const ContextMessage* m = index.Find(path[i]))
+        c.tokens = ContextMessageTokens(session, *m, counter);
     }
   }
   return out;
@@ -130,7 +131,7 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   }
   PrepareResult result;
   result.context = std::move(context);
-  result.estimate = EstimateContextTokens(result.context.messages, counter);
+  result.estimate = EstimateContextTokens(session, result.context.messages, counter);
   const std::vector<size_t>& path = result.context.path;
 
   if (path.empty()) {

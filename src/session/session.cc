@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "compactor/js_json.h"
+#include "tokens/estimate_internal.h"
 #include "util/file.h"
 #include "util/json_scan.h"
 #include "util/utf8.h"
@@ -317,6 +318,29 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   *is_header = e->type_name == "session";
   e->type = EntryTypeFromName(e->type_name);
   if (e->type == EntryType::kMessage) e->role = RoleFromName(e->role_name);
+  if (options.estimate_messages && e->type == EntryType::kMessage && span->msg_len != 0) {
+    // Second walk over the same structural index (no second parse): find the
+    // message object recorded above (the last "message" key, as JSON.parse
+    // keeps) and measure it. Any trouble leaves the estimate to later.
+    const char* msg_start = view.data() + span->msg_off;
+    doc.rewind();
+    simdjson::ondemand::object top;
+    if (!doc.get_object().get(top)) {
+      for (auto field_result : top) {
+        simdjson::ondemand::field field;
+        std::string_view key;
+        if (std::move(field_result).get(field) || field.unescaped_key().get(key)) break;
+        if (key != "message") continue;
+        simdjson::ondemand::value v = field.value();
+        if (v.raw_json_token().data() != msg_start) continue;
+        simdjson::ondemand::object m;
+        int64_t tokens = 0;
+        if (!v.get_object().get(m) && internal::EstimateMessageObject(m, &tokens))
+          e->estimate = tokens;
+        break;
+      }
+    }
+  }
   // v1 compactions point at a line index; Migrate() turns it into an id.
   if (first_kept_index >= 0 && e->first_kept_entry_id.empty())
     e->first_kept_entry_id = "#" + JsNumber(first_kept_index);
@@ -480,6 +504,7 @@ void Session::Impl::Migrate() {
     if (e.type == EntryType::kMessage && e.role_name == "hookMessage") {
       e.role_name = "custom";
       e.role = Role::kCustom;
+      e.estimate = -1;  // measured under its old role
       std::string_view msg = spans[i].line.substr(spans[i].msg_off, spans[i].msg_len);
       side.push_back(internal::SetMember(msg, "role", "\"custom\""));
       migrated_messages[i] = side.back();

@@ -76,8 +76,16 @@ int64_t CanonicalStringLength(std::string_view token) {
   token = TrimJsonSpace(token);
   if (token.size() < 2 || token.front() != '"' || token.back() != '"') return -1;
   std::string_view body = token.substr(1, token.size() - 2);
-  int64_t n = 2 + internal::Utf16LengthValid(body);
-  if (ControlBytes(body) != 0) return -1;
+  internal::JsonStringBodyScan scan = internal::ScanJsonStringBody(body);
+  if (scan.controls != 0) return -1;
+  int64_t n = 2 + scan.units;
+  if (!scan.long_runs && scan.u_escapes == 0) {
+    // A run of one backslash at the end escapes the closing quote: malformed.
+    if (body.size() >= 1 && body.back() == '\\' && (body.size() < 2 || body[body.size() - 2] != '\\'))
+      return -1;
+    // Only two-byte escapes, each written back as it is except \/ (one unit).
+    return n - scan.slash_escapes;
+  }
   const char* p = body.data();
   const char* e = p + body.size();
   while (p < e) {
@@ -494,12 +502,16 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
   return EstimateContextTokens(messages, TokenCounter());
 }
 
-ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages,
-                                      const TokenCounter& counter) {
+namespace {
+
+ContextEstimate EstimateContext(const Session* session,
+                                const std::vector<ContextMessage>& messages,
+                                const TokenCounter& counter) {
   ContextEstimate est;
   std::vector<int64_t> per(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
-    per[i] = counter.Message(messages[i].json());
+    per[i] = session ? ContextMessageTokens(*session, messages[i], counter)
+                     : counter.Message(messages[i].json());
     est.heuristic_sum += per[i];
   }
   for (size_t i = messages.size(); i-- > 0;) {
@@ -515,6 +527,36 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
   est.tokens = est.usage_tokens + static_cast<double>(est.trailing_tokens);
   est.per_message = std::move(per);
   return est;
+}
+
+}  // namespace
+
+ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages,
+                                      const TokenCounter& counter) {
+  return EstimateContext(nullptr, messages, counter);
+}
+
+ContextEstimate EstimateContextTokens(const Session& session,
+                                      const std::vector<ContextMessage>& messages,
+                                      const TokenCounter& counter) {
+  return EstimateContext(&session, messages, counter);
+}
+
+int64_t EntryMessageTokens(const Session& session, size_t index, const TokenCounter& counter) {
+  const Entry& e = session.entry(index);
+  if (!counter.exact() && e.estimate >= 0) return e.estimate;
+  return counter.Message(session.MessageJson(index));
+}
+
+int64_t ContextMessageTokens(const Session& session, const ContextMessage& message,
+                             const TokenCounter& counter) {
+  // A stored message is a view of its entry's message: the loader may have measured it.
+  if (!counter.exact() && message.owned.empty() && message.entry_index < session.size()) {
+    const Entry& e = session.entry(message.entry_index);
+    if (e.estimate >= 0 && message.stored.data() == session.MessageJson(message.entry_index).data())
+      return e.estimate;
+  }
+  return counter.Message(message.json());
 }
 
 }  // namespace compactor
@@ -596,7 +638,7 @@ namespace compactor {
 
 ContextEstimate EstimateCurrentContextTokens(const Session& session, const SessionContext& context,
                                              const TokenCounter& counter) {
-  ContextEstimate est = EstimateContextTokens(context.messages, counter);
+  ContextEstimate est = EstimateContextTokens(session, context.messages, counter);
   if (!context.compaction_path_index) return est;
   for (size_t k = *context.compaction_path_index + 1; k < context.path.size(); ++k) {
     const Entry& e = session.entry(context.path[k]);
