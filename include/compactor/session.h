@@ -73,6 +73,8 @@ struct Entry {
   // message entries: pi's token estimate of the message (EstimateMessageTokens),
   // measured while indexing when LoadOptions::estimate_messages is set; -1 otherwise.
   int64_t estimate = -1;
+  // With the estimate: how many content blocks have the type "toolCall"; -1 unknown.
+  int32_t tool_call_blocks = -1;
 };
 
 struct SessionHeader {

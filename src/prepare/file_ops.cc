@@ -1,4 +1,5 @@
 #include "compactor/file_ops.h"
+#include "prepare/file_ops_internal.h"
 
 #include <simdjson.h>
 
@@ -134,6 +135,12 @@ void ExtractFileOpsFromJson(std::string_view message_json, FileOps& ops) {
   if (memmem(message_json.data(), message_json.size(), kNeedle.data(), kNeedle.size()) ==
       nullptr)
     return;
+  internal::ExtractFileOpsFromToolCallJson(message_json, ops);
+}
+
+namespace internal {
+
+void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops) {
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element m;
   if (parser.parse(message_json.data(), message_json.size(), true).get(m)) return;
@@ -155,6 +162,8 @@ void ExtractFileOpsFromJson(std::string_view message_json, FileOps& ops) {
     }
   }
 }
+
+}  // namespace internal
 
 void SeedFileOpsFromDetails(std::string_view details_json, FileOps& ops) {
   Json d = ParseOrNull(details_json);

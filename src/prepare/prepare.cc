@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "prepare/file_ops_internal.h"
+
 namespace compactor {
 namespace {
 
@@ -64,6 +66,15 @@ std::optional<ContextMessage> MessageFor(const Session& session, const ContextIn
     default:
       return std::nullopt;
   }
+}
+
+// The number of tool-call blocks the loader counted in this stored message,
+// or -1 when it did not measure it.
+int64_t KnownToolCallBlocks(const Session& session, const ContextMessage& m) {
+  if (!m.owned.empty() || m.entry_index >= session.size()) return -1;
+  const Entry& e = session.entry(m.entry_index);
+  if (m.stored.data() != session.MessageJson(m.entry_index).data()) return -1;
+  return e.tool_call_blocks;
 }
 
 CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t end,
@@ -224,7 +235,13 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   }
   for (const auto* list : {&prep.messages_to_summarize, &prep.turn_prefix_messages}) {
     for (const ContextMessage& m : *list) {
-      if (m.role == Role::kAssistant) ExtractFileOpsFromJson(m.json(), prep.file_ops);
+      if (m.role != Role::kAssistant) continue;
+      int64_t blocks = KnownToolCallBlocks(session, m);
+      if (blocks < 0) {
+        ExtractFileOpsFromJson(m.json(), prep.file_ops);
+      } else if (blocks > 0) {
+        internal::ExtractFileOpsFromToolCallJson(m.json(), prep.file_ops);
+      }
     }
   }
   prep.file_lists = ComputeFileLists(prep.file_ops);

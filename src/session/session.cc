@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -334,9 +335,11 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         simdjson::ondemand::value v = field.value();
         if (v.raw_json_token().data() != msg_start) continue;
         simdjson::ondemand::object m;
-        int64_t tokens = 0;
-        if (!v.get_object().get(m) && internal::EstimateMessageObject(m, &tokens))
-          e->estimate = tokens;
+        internal::MessageMeasure measure;
+        if (!v.get_object().get(m) && internal::MeasureMessageObject(m, &measure)) {
+          e->estimate = measure.tokens;
+          e->tool_call_blocks = static_cast<int32_t>(std::min<int64_t>(measure.tool_call_blocks, INT32_MAX));
+        }
         break;
       }
     }
@@ -505,6 +508,7 @@ void Session::Impl::Migrate() {
       e.role_name = "custom";
       e.role = Role::kCustom;
       e.estimate = -1;  // measured under its old role
+      e.tool_call_blocks = -1;
       std::string_view msg = spans[i].line.substr(spans[i].msg_off, spans[i].msg_len);
       side.push_back(internal::SetMember(msg, "role", "\"custom\""));
       migrated_messages[i] = side.back();

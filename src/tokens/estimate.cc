@@ -29,6 +29,8 @@ struct Counts {
   int64_t content_string = 0;
   int64_t text = 0, thinking = 0, tool_calls = 0, images = 0;
   int64_t command = 0, output = 0, summary = 0;
+  // Blocks with a "type" key equal to "toolCall" (any of them, if repeated).
+  int64_t tool_call_blocks = 0;
 };
 
 int64_t StringTokenLength(simdjson::ondemand::value v) {
@@ -250,6 +252,7 @@ template <bool kFast>
 bool CountBlock(simdjson::ondemand::object block, Counts* c) {
   std::string_view type;
   int64_t text = 0, thinking = 0, name = 0, args = 0;
+  bool saw_tool_call = false;
   for (auto f : block) {
     std::string_view key;
     if (f.unescaped_key().get(key)) return !kFast;
@@ -259,6 +262,7 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
         if (kFast) return false;
         type = {};
       }
+      saw_tool_call |= type == "toolCall";
     } else if (key == "text") {
       text = StringTokenLength(v);
     } else if (key == "thinking") {
@@ -298,6 +302,7 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
     c->tool_calls += name + args;
   else if (type == "image")
     c->images += 1;
+  c->tool_call_blocks += saw_tool_call;
   return true;
 }
 
@@ -410,11 +415,12 @@ bool CountMessage(std::string_view json, Counts* c, std::string* role_storage) {
 
 namespace internal {
 
-bool EstimateMessageObject(simdjson::ondemand::object message, int64_t* tokens) {
+bool MeasureMessageObject(simdjson::ondemand::object message, MessageMeasure* out) {
   Counts c;
   std::string role;
   if (!CountObject<true>(message, &c, &role)) return false;
-  *tokens = EstimateFromCounts(c);
+  out->tokens = EstimateFromCounts(c);
+  out->tool_call_blocks = c.tool_call_blocks;
   return true;
 }
 

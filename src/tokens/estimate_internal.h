@@ -11,11 +11,16 @@
 
 namespace compactor::internal {
 
-// EstimateMessageTokens of the object `message`, read in one forward pass.
-// Returns false (and the iterator is spent) when the message needs the
-// tolerant path of EstimateMessageTokens(json): a parse error, escaped object
-// keys or unusual numbers in tool-call arguments, lone surrogates.
-bool EstimateMessageObject(simdjson::ondemand::object message, int64_t* tokens);
+struct MessageMeasure {
+  int64_t tokens = 0;            // EstimateMessageTokens
+  int64_t tool_call_blocks = 0;  // content blocks with a "type" of "toolCall"
+};
+
+// Measures the object `message` in one forward pass. Returns false (and the
+// iterator is spent) when the message needs the tolerant path of
+// EstimateMessageTokens(json): a parse error, escaped object keys or unusual
+// numbers in tool-call arguments, lone surrogates.
+bool MeasureMessageObject(simdjson::ondemand::object message, MessageMeasure* out);
 
 // The two paths EstimateMessageTokens(json) chooses between, for tests: the
 // fast one (nullopt where it gives up) must agree with the full one wherever
