@@ -72,7 +72,7 @@ void PrintTranscript(const Session& session, const SessionContext& ctx, bool ful
                      ctx.model ? ctx.model->provider + "/" + ctx.model->model_id : "(none)");
   for (const ContextMessage& cm : ctx.messages) {
     auto parsed = ParseMessage(cm.json());
-    const std::string& id = session.entry(cm.entry_index).id;
+    std::string_view id = session.entry(cm.entry_index).id;
     if (!parsed.ok()) {
       out += fmt::format("\n── (unreadable message) [{}] ──\n", id);
       continue;

@@ -44,8 +44,8 @@ void RegisterStats(CLI::App& app) {
     std::map<std::string, int64_t> by_type, by_role;
     int64_t compactions = 0, branch_summaries = 0;
     for (const Entry& e : s.entries()) {
-      by_type[e.type_name]++;
-      if (e.type == EntryType::kMessage) by_role[e.role_name]++;
+      by_type[std::string(e.type_name)]++;
+      if (e.type == EntryType::kMessage) by_role[std::string(e.role_name)]++;
       if (e.type == EntryType::kCompaction) compactions++;
       if (e.type == EntryType::kBranchSummary) branch_summaries++;
     }

@@ -133,7 +133,7 @@ EntryBase NewBase(const Session& session, const std::string& parent, const Compa
 std::string LeafIdOf(const Session& session, const CompactOptions& o) {
   if (o.leaf_id) return *o.leaf_id;
   auto leaf = session.Leaf();
-  return leaf ? session.entry(*leaf).id : "";
+  return leaf ? std::string(session.entry(*leaf).id) : "";
 }
 
 // --- summary -------------------------------------------------------------

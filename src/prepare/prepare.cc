@@ -173,7 +173,7 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
     size_t prev_entry = path[*prev];
     prep.previous_compaction_entry_index = prev_entry;
     prep.previous_summary = session.StringField(prev_entry, "summary");
-    const std::string& kept_id = session.entry(prev_entry).first_kept_entry_id;
+    std::string_view kept_id = session.entry(prev_entry).first_kept_entry_id;
     boundary = *prev + 1;
     for (size_t i = 0; i < path.size(); ++i) {
       if (session.entry(path[i]).id == kept_id) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -98,7 +99,29 @@ struct Session::Impl {
     uint32_t msg_off = 0, msg_len = 0;  // "message" value inside `line`
   };
   std::vector<Span> spans;
-  std::deque<std::string> side;  // owned text for sanitized lines and migrated messages
+  // Owned text: sanitized lines, migrated messages. A deque: what it holds never moves.
+  std::deque<std::string> side;
+  // The entries' strings, packed: ids and parent ids are hashed and compared
+  // on every walk, and the file's pages are handed back while it is read
+  // (kReleaseThreshold), so views into the file would fault them back in.
+  struct Arena {
+    std::vector<std::unique_ptr<char[]>> blocks;
+    char* next = nullptr;
+    size_t left = 0;
+    std::string_view Add(std::string_view s) {
+      if (s.size() > left) {
+        const size_t n = std::max<size_t>(s.size(), 256u << 10);
+        blocks.push_back(std::make_unique_for_overwrite<char[]>(n));
+        next = blocks.back().get();
+        left = n;
+      }
+      std::memcpy(next, s.data(), s.size());
+      std::string_view out(next, s.size());
+      next += s.size();
+      left -= s.size();
+      return out;
+    }
+  } strings;
   std::unordered_map<size_t, std::string_view> migrated_messages;
   std::unordered_map<std::string_view, size_t> by_id;
   std::unordered_map<std::string, std::string> labels;
@@ -107,6 +130,11 @@ struct Session::Impl {
   bool v1_ids = false;  // ids and parentIds were assigned by the v1 migration
   std::vector<LoadWarning> warnings;
   LoadOptions options;
+
+  std::string_view Keep(std::string_view text) { return strings.Add(text); }
+  // A string value (unescaped) kept in `strings`. False, leaving `out` alone,
+  // for a non-string.
+  bool View(simdjson::ondemand::value v, std::string_view* out);
 
   void Warn(uint32_t line, std::string message) {
     LoadWarning w{path, line, std::move(message)};
@@ -136,6 +164,17 @@ bool GetString(simdjson::ondemand::value v, std::string* out) {
   out->assign(sv);
   return true;
 }
+
+}  // namespace
+
+bool Session::Impl::View(simdjson::ondemand::value v, std::string_view* out) {
+  std::string_view unescaped;
+  if (v.get_string().get(unescaped)) return false;
+  *out = Keep(unescaped);
+  return true;
+}
+
+namespace {
 
 // JavaScript truthiness of a value (what `if (entry.summary)` sees).
 bool JsTruthy(simdjson::ondemand::value v) {
@@ -172,14 +211,17 @@ bool GetNumber(simdjson::ondemand::value v, double* out) {
 bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
                               HeaderFields* hf, bool* is_header, std::string* error,
                               simdjson::ondemand::parser& parser) {
-  thread_local simdjson::padded_string scratch;
   simdjson::padded_string_view view;
   if (padded_ok) {
     view = simdjson::padded_string_view(line.data(), line.size(),
                                         line.size() + simdjson::SIMDJSON_PADDING);
   } else {
-    scratch = simdjson::padded_string(line);
-    view = scratch;
+    // Too close to the end of the buffer to read past it: parse a padded copy,
+    // which the entry's views then point into.
+    std::string& copy = side.emplace_back(line);
+    copy.reserve(copy.size() + simdjson::SIMDJSON_PADDING);
+    line = copy;
+    view = simdjson::padded_string_view(copy.data(), copy.size(), copy.capacity());
   }
   simdjson::ondemand::document doc;
   if (auto err = parser.iterate(view).get(doc)) {
@@ -207,13 +249,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     }
     simdjson::ondemand::value v = field.value();
     if (key == "type") {
-      has_type = GetString(v, &e->type_name);
+      has_type = View(v, &e->type_name);
     } else if (key == "id") {
-      GetString(v, &e->id);
+      View(v, &e->id);
     } else if (key == "parentId") {
-      GetString(v, &e->parent_id);  // null and non-strings read as "" (root)
+      View(v, &e->parent_id);  // null and non-strings read as "" (root)
     } else if (key == "timestamp") {
-      if (!GetString(v, &e->timestamp)) {
+      if (!View(v, &e->timestamp)) {
         // new Date(number) keeps the number (truncated to whole ms).
         double d = 0;
         if (GetNumber(v, &d)) hf->numeric_timestamp = std::trunc(d);
@@ -239,13 +281,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         if (mf.unescaped_key().get(mk)) continue;
         simdjson::ondemand::value mv = mf.value();
         if (mk == "role") {
-          GetString(mv, &e->role_name);
+          View(mv, &e->role_name);
         } else if (mk == "provider") {
-          e->has_provider = GetString(mv, &e->provider);
+          e->has_provider = View(mv, &e->provider);
         } else if (mk == "model") {
-          e->has_model = GetString(mv, &e->model);
+          e->has_model = View(mv, &e->model);
         } else if (mk == "stopReason") {
-          GetString(mv, &e->stop_reason);
+          View(mv, &e->stop_reason);
         } else if (mk == "usage") {
           simdjson::ondemand::object u;
           if (mv.get_object().get(u)) continue;
@@ -280,13 +322,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
       span->msg_off = static_cast<uint32_t>(msg.data() - view.data());
       span->msg_len = static_cast<uint32_t>(msg.size());
     } else if (key == "thinkingLevel") {
-      e->has_thinking_level = GetString(v, &e->thinking_level);
+      e->has_thinking_level = View(v, &e->thinking_level);
     } else if (key == "provider") {
-      e->has_provider = GetString(v, &e->provider);
+      e->has_provider = View(v, &e->provider);
     } else if (key == "modelId") {
-      e->has_model = GetString(v, &e->model);
+      e->has_model = View(v, &e->model);
     } else if (key == "firstKeptEntryId") {
-      GetString(v, &e->first_kept_entry_id);
+      View(v, &e->first_kept_entry_id);
     } else if (key == "firstKeptEntryIndex") {
       GetNumber(v, &first_kept_index);
     } else if (key == "tokensBefore") {
@@ -294,13 +336,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     } else if (key == "summary") {
       e->summary_empty = !JsTruthy(v);
     } else if (key == "fromId") {
-      GetString(v, &e->from_id);
+      View(v, &e->from_id);
     } else if (key == "targetId") {
-      GetString(v, &e->target_id);
+      View(v, &e->target_id);
     } else if (key == "label") {
-      e->has_label = GetString(v, &e->label);
+      e->has_label = View(v, &e->label);
     } else if (key == "name") {
-      GetString(v, &e->name);
+      View(v, &e->name);
     } else if (key == "fromHook") {
       bool b = false;
       if (!v.get_bool().get(b)) e->from_hook = b;
@@ -346,7 +388,7 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   }
   // v1 compactions point at a line index; Migrate() turns it into an id.
   if (first_kept_index >= 0 && e->first_kept_entry_id.empty())
-    e->first_kept_entry_id = "#" + JsNumber(first_kept_index);
+    e->first_kept_entry_id = Keep("#" + JsNumber(first_kept_index));
   span->line = line;
   return true;
 }
@@ -465,7 +507,7 @@ void Session::Impl::Migrate() {
     // firstKeptEntryIndex means nothing in a v3 file; pi ignores it.
     for (Entry& e : entries)
       if (!e.first_kept_entry_id.empty() && e.first_kept_entry_id[0] == '#')
-        e.first_kept_entry_id.clear();
+        e.first_kept_entry_id = {};
     return;
   }
   migrated = true;
@@ -476,7 +518,7 @@ void Session::Impl::Migrate() {
     std::unordered_set<std::string> used;
     uint64_t state = 0x9E3779B97F4A7C15ull;
     for (char c : header.id) state = (state ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
-    std::string prev;
+    std::string_view prev;
     for (Entry& e : entries) {
       std::string id;
       do {
@@ -488,7 +530,7 @@ void Session::Impl::Migrate() {
         id = buf;
         state += 0x9E3779B97F4A7C15ull;
       } while (!used.insert(id).second);
-      e.id = id;
+      e.id = Keep(id);
       e.parent_id = prev;
       prev = e.id;
     }
@@ -496,8 +538,8 @@ void Session::Impl::Migrate() {
     for (Entry& e : entries) {
       if (e.type != EntryType::kCompaction) continue;
       if (e.first_kept_entry_id.empty() || e.first_kept_entry_id[0] != '#') continue;
-      double idx = std::strtod(e.first_kept_entry_id.c_str() + 1, nullptr);
-      e.first_kept_entry_id.clear();
+      double idx = std::strtod(std::string(e.first_kept_entry_id.substr(1)).c_str(), nullptr);
+      e.first_kept_entry_id = {};
       if (idx >= 1 && idx == std::floor(idx) && static_cast<size_t>(idx) - 1 < entries.size())
         e.first_kept_entry_id = entries[static_cast<size_t>(idx) - 1].id;
     }
@@ -526,7 +568,7 @@ void Session::Impl::Index() {
     }
     auto [it, inserted] = by_id.try_emplace(e.id, i);
     if (!inserted) {
-      Warn(e.line, "duplicate entry id \"" + e.id + "\" (first on line " +
+      Warn(e.line, "duplicate entry id \"" + std::string(e.id) + "\" (first on line " +
                        std::to_string(entries[it->second].line) +
                        "); the later entry wins as in pi");
       it->second = i;
@@ -535,15 +577,15 @@ void Session::Impl::Index() {
   for (const Entry& e : entries) {
     if (e.type == EntryType::kLabel) {
       if (e.has_label && !e.label.empty()) {
-        labels[e.target_id] = e.label;
+        labels[std::string(e.target_id)] = std::string(e.label);
       } else {
-        labels.erase(e.target_id);
+        labels.erase(std::string(e.target_id));
       }
     } else if (e.type == EntryType::kSessionInfo) {
       if (e.name.empty()) {
         name.reset();
       } else {
-        name = e.name;
+        name = std::string(e.name);
       }
     }
   }
@@ -557,7 +599,8 @@ void Session::Impl::Index() {
       if (state[cur] == 2) break;
       if (state[cur] == 1) {
         Warn(entries[cur].line,
-             "parentId cycle through entry \"" + entries[cur].id + "\"; walks stop there");
+             "parentId cycle through entry \"" + std::string(entries[cur].id) +
+                 "\"; walks stop there");
         break;
       }
       state[cur] = 1;

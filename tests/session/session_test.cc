@@ -208,8 +208,8 @@ TEST(Session, MigratesV1InMemoryLikePi) {
   EXPECT_EQ(
       c,
       R"({"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"S","tokensBefore":10,"id":")" +
-          s->entry(2).id + R"(","parentId":")" + s->entry(1).id + R"(","firstKeptEntryId":")" +
-          s->entry(1).id + R"("})");
+          std::string(s->entry(2).id) + R"(","parentId":")" + std::string(s->entry(1).id) +
+          R"(","firstKeptEntryId":")" + std::string(s->entry(1).id) + R"("})");
   EXPECT_EQ(
       s->HeaderJson(),
       R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p","provider":"x","version":3})");
