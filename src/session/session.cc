@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -123,7 +124,57 @@ struct Session::Impl {
     }
   } strings;
   std::unordered_map<size_t, std::string_view> migrated_messages;
-  std::unordered_map<std::string_view, size_t> by_id;
+  // Entry index by id: open addressing over the entries' own id views (one
+  // array, no node per entry); with duplicates the later entry wins.
+  class IdIndex {
+   public:
+    static constexpr size_t kNone = SIZE_MAX;
+    void Build(const std::vector<Entry>& entries) {
+      entries_ = &entries;
+      size_t cap = 16;
+      while (cap < entries.size() * 2) cap <<= 1;
+      slots_.assign(cap, kEmpty);
+      mask_ = cap - 1;
+    }
+    // Index of the entry with this id, or kNone.
+    size_t Find(std::string_view id) const {
+      if (slots_.empty()) return kNone;
+      for (size_t s = Hash(id) & mask_;; s = (s + 1) & mask_) {
+        uint32_t v = slots_[s];
+        if (v == kEmpty) return kNone;
+        if ((*entries_)[v].id == id) return v;
+      }
+    }
+    // Maps entry `i`'s id to it; returns the index it replaced, or kNone.
+    size_t Insert(size_t i) {
+      std::string_view id = (*entries_)[i].id;
+      for (size_t s = Hash(id) & mask_;; s = (s + 1) & mask_) {
+        uint32_t v = slots_[s];
+        if (v == kEmpty) {
+          slots_[s] = static_cast<uint32_t>(i);
+          return kNone;
+        }
+        if ((*entries_)[v].id == id) {
+          slots_[s] = static_cast<uint32_t>(i);
+          return v;
+        }
+      }
+    }
+
+   private:
+    static constexpr uint32_t kEmpty = UINT32_MAX;
+    static size_t Hash(std::string_view s) {
+      uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix
+      for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+      h ^= h >> 32;
+      h *= 0xd6e8feb86659fd93ull;
+      h ^= h >> 32;
+      return static_cast<size_t>(h);
+    }
+    const std::vector<Entry>* entries_ = nullptr;
+    std::vector<uint32_t> slots_;
+    size_t mask_ = 0;
+  } by_id;
   std::unordered_map<std::string, std::string> labels;
   std::optional<std::string> name;
   bool migrated = false;
@@ -380,7 +431,8 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         internal::MessageMeasure measure;
         if (!v.get_object().get(m) && internal::MeasureMessageObject(m, &measure)) {
           e->estimate = measure.tokens;
-          e->tool_call_blocks = static_cast<int32_t>(std::min<int64_t>(measure.tool_call_blocks, INT32_MAX));
+          e->tool_call_blocks =
+              static_cast<int32_t>(std::min<int64_t>(measure.tool_call_blocks, INT32_MAX));
         }
         break;
       }
@@ -559,19 +611,17 @@ void Session::Impl::Migrate() {
 }
 
 void Session::Impl::Index() {
-  by_id.reserve(entries.size() * 2);
+  by_id.Build(entries);
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
     if (e.id.empty()) {
       Warn(e.line, "entry has no id; it cannot be a parent");
       continue;
     }
-    auto [it, inserted] = by_id.try_emplace(e.id, i);
-    if (!inserted) {
+    size_t replaced = by_id.Insert(i);
+    if (replaced != IdIndex::kNone) {
       Warn(e.line, "duplicate entry id \"" + std::string(e.id) + "\" (first on line " +
-                       std::to_string(entries[it->second].line) +
-                       "); the later entry wins as in pi");
-      it->second = i;
+                       std::to_string(entries[replaced].line) + "); the later entry wins as in pi");
     }
   }
   for (const Entry& e : entries) {
@@ -598,18 +648,17 @@ void Session::Impl::Index() {
     for (;;) {
       if (state[cur] == 2) break;
       if (state[cur] == 1) {
-        Warn(entries[cur].line,
-             "parentId cycle through entry \"" + std::string(entries[cur].id) +
-                 "\"; walks stop there");
+        Warn(entries[cur].line, "parentId cycle through entry \"" + std::string(entries[cur].id) +
+                                    "\"; walks stop there");
         break;
       }
       state[cur] = 1;
       stack.push_back(cur);
       const Entry& e = entries[cur];
       if (e.parent_id.empty() || e.parent_id == e.id) break;
-      auto it = by_id.find(e.parent_id);
-      if (it == by_id.end()) break;
-      cur = it->second;
+      size_t parent = by_id.Find(e.parent_id);
+      if (parent == IdIndex::kNone) break;
+      cur = parent;
     }
     for (size_t s : stack) state[s] = 2;
   }
@@ -655,9 +704,9 @@ const Entry& Session::entry(size_t index) const { return impl_->entries[index]; 
 const std::vector<Entry>& Session::entries() const { return impl_->entries; }
 
 std::optional<size_t> Session::Find(std::string_view id) const {
-  auto it = impl_->by_id.find(id);
-  if (it == impl_->by_id.end()) return std::nullopt;
-  return it->second;
+  size_t i = impl_->by_id.Find(id);
+  if (i == Impl::IdIndex::kNone) return std::nullopt;
+  return i;
 }
 
 std::optional<size_t> Session::Leaf() const {
@@ -681,9 +730,9 @@ std::vector<size_t> Session::PathTo(size_t leaf) const {
     }
     const Entry& e = impl_->entries[cur];
     if (e.parent_id.empty() || e.parent_id == e.id) break;
-    auto it = impl_->by_id.find(e.parent_id);
-    if (it == impl_->by_id.end() || it->second == cur) break;
-    cur = it->second;
+    size_t parent = impl_->by_id.Find(e.parent_id);
+    if (parent == Impl::IdIndex::kNone || parent == cur) break;
+    cur = parent;
   }
   std::reverse(path.begin(), path.end());
   return path;
@@ -694,8 +743,8 @@ std::vector<std::vector<size_t>> Session::Children() const {
   for (size_t i = 0; i < impl_->entries.size(); ++i) {
     const Entry& e = impl_->entries[i];
     if (e.parent_id.empty() || e.parent_id == e.id) continue;
-    auto it = impl_->by_id.find(e.parent_id);
-    if (it != impl_->by_id.end() && it->second != i) children[it->second].push_back(i);
+    size_t parent = impl_->by_id.Find(e.parent_id);
+    if (parent != Impl::IdIndex::kNone && parent != i) children[parent].push_back(i);
   }
   return children;
 }
@@ -704,7 +753,8 @@ std::vector<size_t> Session::Roots() const {
   std::vector<size_t> roots;
   for (size_t i = 0; i < impl_->entries.size(); ++i) {
     const Entry& e = impl_->entries[i];
-    if (e.parent_id.empty() || e.parent_id == e.id || !impl_->by_id.count(e.parent_id))
+    if (e.parent_id.empty() || e.parent_id == e.id ||
+        impl_->by_id.Find(e.parent_id) == Impl::IdIndex::kNone)
       roots.push_back(i);
   }
   return roots;
