@@ -111,6 +111,10 @@ struct LoadOptions {
   // pass (Entry::estimate), for callers that will estimate the context or
   // prepare a compaction: they then never read the messages a second time.
   bool estimate_messages = false;
+  // Threads that index the lines: 0 picks (two for files of 16 MiB and more
+  // on a machine with two or more cores), 1 reads on the calling thread.
+  // The result is the same whatever the number.
+  int threads = 0;
 };
 
 class Session {

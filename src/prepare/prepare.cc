@@ -2,8 +2,11 @@
 // with Compactor's fixes and keep policies.
 #include "compactor/prepare.h"
 
+#include <initializer_list>
+#include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "prepare/file_ops_internal.h"
 
@@ -75,6 +78,52 @@ int64_t KnownToolCallBlocks(const Session& session, const ContextMessage& m) {
   const Entry& e = session.entry(m.entry_index);
   if (m.stored.data() != session.MessageJson(m.entry_index).data()) return -1;
   return e.tool_call_blocks;
+}
+
+// The file operations of the assistant messages in `lists`. Sets, so the
+// order messages are read in does not matter: a long history is split
+// between two threads.
+void CollectFileOps(const Session& session,
+                    std::initializer_list<const std::vector<ContextMessage>*> lists, FileOps& ops) {
+  struct Job {
+    std::string_view json;
+    bool known_tool_calls;  // the index counted tool-call blocks: no pre-filter
+  };
+  std::vector<Job> jobs;
+  size_t bytes = 0;
+  for (const auto* list : lists) {
+    for (const ContextMessage& m : *list) {
+      if (m.role != Role::kAssistant) continue;
+      int64_t blocks = KnownToolCallBlocks(session, m);
+      if (blocks == 0) continue;
+      jobs.push_back({m.json(), blocks > 0});
+      bytes += m.json().size();
+    }
+  }
+  auto run = [&jobs](size_t from, size_t to, FileOps& out) {
+    for (size_t i = from; i < to; ++i) {
+      if (jobs[i].known_tool_calls) {
+        internal::ExtractFileOpsFromToolCallJson(jobs[i].json, out);
+      } else {
+        ExtractFileOpsFromJson(jobs[i].json, out);
+      }
+    }
+  };
+  constexpr size_t kParallelBytes = 8u << 20;
+  if (bytes < kParallelBytes || std::thread::hardware_concurrency() < 2) {
+    run(0, jobs.size(), ops);
+    return;
+  }
+  // Split by bytes, not by count: tool-call messages vary a lot in size.
+  size_t half = 0, acc = 0;
+  while (half < jobs.size() && acc < bytes / 2) acc += jobs[half++].json.size();
+  FileOps second;
+  std::thread worker([&] { run(half, jobs.size(), second); });
+  run(0, half, ops);
+  worker.join();
+  ops.read.merge(second.read);
+  ops.written.merge(second.written);
+  ops.edited.merge(second.edited);
 }
 
 CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t end,
@@ -233,17 +282,7 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   if (prev && !session.entry(path[*prev]).from_hook) {
     SeedFileOpsFromDetails(session.FieldJson(path[*prev], "details"), prep.file_ops);
   }
-  for (const auto* list : {&prep.messages_to_summarize, &prep.turn_prefix_messages}) {
-    for (const ContextMessage& m : *list) {
-      if (m.role != Role::kAssistant) continue;
-      int64_t blocks = KnownToolCallBlocks(session, m);
-      if (blocks < 0) {
-        ExtractFileOpsFromJson(m.json(), prep.file_ops);
-      } else if (blocks > 0) {
-        internal::ExtractFileOpsFromToolCallJson(m.json(), prep.file_ops);
-      }
-    }
-  }
+  CollectFileOps(session, {&prep.messages_to_summarize, &prep.turn_prefix_messages}, prep.file_ops);
   prep.file_lists = ComputeFileLists(prep.file_ops);
   result.preparation = std::move(prep);
   return result;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -65,6 +66,8 @@ EntryType EntryTypeFromName(std::string_view n) {
 // resident memory does not grow with the file (the bytes stay readable).
 constexpr size_t kReleaseThreshold = 32u << 20;
 constexpr size_t kReleaseChunk = 8u << 20;
+// Files from this size are indexed by two threads (LoadOptions::threads).
+constexpr size_t kParallelThreshold = 16u << 20;
 
 std::string_view TrimRight(std::string_view s) {
   while (!s.empty() &&
@@ -100,8 +103,6 @@ struct Session::Impl {
     uint32_t msg_off = 0, msg_len = 0;  // "message" value inside `line`
   };
   std::vector<Span> spans;
-  // Owned text: sanitized lines, migrated messages. A deque: what it holds never moves.
-  std::deque<std::string> side;
   // The entries' strings, packed: ids and parent ids are hashed and compared
   // on every walk, and the file's pages are handed back while it is read
   // (kReleaseThreshold), so views into the file would fault them back in.
@@ -122,7 +123,16 @@ struct Session::Impl {
       left -= s.size();
       return out;
     }
-  } strings;
+  };
+  // Text the entries point into, one per thread that parsed lines.
+  struct Storage {
+    Arena strings;
+    // Sanitized lines, copies of the last lines, migrated messages. A deque:
+    // what it holds never moves.
+    std::deque<std::string> side;
+    std::string_view Keep(std::string_view text) { return strings.Add(text); }
+  };
+  std::vector<std::unique_ptr<Storage>> storage;
   std::unordered_map<size_t, std::string_view> migrated_messages;
   // Entry index by id: open addressing over the entries' own id views (one
   // array, no node per entry); with duplicates the later entry wins.
@@ -182,10 +192,9 @@ struct Session::Impl {
   std::vector<LoadWarning> warnings;
   LoadOptions options;
 
-  std::string_view Keep(std::string_view text) { return strings.Add(text); }
-  // A string value (unescaped) kept in `strings`. False, leaving `out` alone,
-  // for a non-string.
-  bool View(simdjson::ondemand::value v, std::string_view* out);
+  // A string value (unescaped) kept in `st`. False, leaving `out` alone, for a
+  // non-string.
+  static bool View(Storage& st, simdjson::ondemand::value v, std::string_view* out);
 
   void Warn(uint32_t line, std::string message) {
     LoadWarning w{path, line, std::move(message)};
@@ -202,7 +211,29 @@ struct Session::Impl {
     std::string cwd, parent_session;
   };
   bool ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span, HeaderFields* hf,
-                 bool* is_header, std::string* error, simdjson::ondemand::parser& parser);
+                 bool* is_header, std::string* error, simdjson::ondemand::parser& parser,
+                 Storage& st);
+  // A range of whole lines indexed by one thread. Warnings and the first
+  // fatal error are kept with line numbers relative to the range and reported
+  // in file order once every range is done.
+  struct Chunk {
+    size_t begin = 0, end = 0;
+    bool first = false;  // starts the file: holds the header
+    Storage* storage = nullptr;
+    std::vector<Entry> entries;
+    std::vector<Span> spans;
+    std::vector<std::pair<uint32_t, std::string>> warnings;
+    uint32_t lines = 0;
+    bool have_header = false;
+    bool failed = false;
+    uint32_t fail_line = 0;  // 0: the message names no line
+    std::string fail_message;
+    HeaderFields header_fields;
+    Entry header_entry;
+    uint32_t header_line = 0;
+    std::string_view header_raw;
+  };
+  void ParseChunk(Chunk& c);
   void Migrate();
   void Index();
 };
@@ -218,10 +249,10 @@ bool GetString(simdjson::ondemand::value v, std::string* out) {
 
 }  // namespace
 
-bool Session::Impl::View(simdjson::ondemand::value v, std::string_view* out) {
+bool Session::Impl::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
   std::string_view unescaped;
   if (v.get_string().get(unescaped)) return false;
-  *out = Keep(unescaped);
+  *out = st.Keep(unescaped);
   return true;
 }
 
@@ -261,7 +292,7 @@ bool GetNumber(simdjson::ondemand::value v, double* out) {
 
 bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
                               HeaderFields* hf, bool* is_header, std::string* error,
-                              simdjson::ondemand::parser& parser) {
+                              simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::padded_string_view view;
   if (padded_ok) {
     view = simdjson::padded_string_view(line.data(), line.size(),
@@ -269,7 +300,7 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   } else {
     // Too close to the end of the buffer to read past it: parse a padded copy,
     // which the entry's views then point into.
-    std::string& copy = side.emplace_back(line);
+    std::string& copy = st.side.emplace_back(line);
     copy.reserve(copy.size() + simdjson::SIMDJSON_PADDING);
     line = copy;
     view = simdjson::padded_string_view(copy.data(), copy.size(), copy.capacity());
@@ -300,13 +331,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     }
     simdjson::ondemand::value v = field.value();
     if (key == "type") {
-      has_type = View(v, &e->type_name);
+      has_type = View(st, v, &e->type_name);
     } else if (key == "id") {
-      View(v, &e->id);
+      View(st, v, &e->id);
     } else if (key == "parentId") {
-      View(v, &e->parent_id);  // null and non-strings read as "" (root)
+      View(st, v, &e->parent_id);  // null and non-strings read as "" (root)
     } else if (key == "timestamp") {
-      if (!View(v, &e->timestamp)) {
+      if (!View(st, v, &e->timestamp)) {
         // new Date(number) keeps the number (truncated to whole ms).
         double d = 0;
         if (GetNumber(v, &d)) hf->numeric_timestamp = std::trunc(d);
@@ -332,13 +363,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         if (mf.unescaped_key().get(mk)) continue;
         simdjson::ondemand::value mv = mf.value();
         if (mk == "role") {
-          View(mv, &e->role_name);
+          View(st, mv, &e->role_name);
         } else if (mk == "provider") {
-          e->has_provider = View(mv, &e->provider);
+          e->has_provider = View(st, mv, &e->provider);
         } else if (mk == "model") {
-          e->has_model = View(mv, &e->model);
+          e->has_model = View(st, mv, &e->model);
         } else if (mk == "stopReason") {
-          View(mv, &e->stop_reason);
+          View(st, mv, &e->stop_reason);
         } else if (mk == "usage") {
           simdjson::ondemand::object u;
           if (mv.get_object().get(u)) continue;
@@ -373,13 +404,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
       span->msg_off = static_cast<uint32_t>(msg.data() - view.data());
       span->msg_len = static_cast<uint32_t>(msg.size());
     } else if (key == "thinkingLevel") {
-      e->has_thinking_level = View(v, &e->thinking_level);
+      e->has_thinking_level = View(st, v, &e->thinking_level);
     } else if (key == "provider") {
-      e->has_provider = View(v, &e->provider);
+      e->has_provider = View(st, v, &e->provider);
     } else if (key == "modelId") {
-      e->has_model = View(v, &e->model);
+      e->has_model = View(st, v, &e->model);
     } else if (key == "firstKeptEntryId") {
-      View(v, &e->first_kept_entry_id);
+      View(st, v, &e->first_kept_entry_id);
     } else if (key == "firstKeptEntryIndex") {
       GetNumber(v, &first_kept_index);
     } else if (key == "tokensBefore") {
@@ -387,13 +418,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     } else if (key == "summary") {
       e->summary_empty = !JsTruthy(v);
     } else if (key == "fromId") {
-      View(v, &e->from_id);
+      View(st, v, &e->from_id);
     } else if (key == "targetId") {
-      View(v, &e->target_id);
+      View(st, v, &e->target_id);
     } else if (key == "label") {
-      e->has_label = View(v, &e->label);
+      e->has_label = View(st, v, &e->label);
     } else if (key == "name") {
-      View(v, &e->name);
+      View(st, v, &e->name);
     } else if (key == "fromHook") {
       bool b = false;
       if (!v.get_bool().get(b)) e->from_hook = b;
@@ -440,36 +471,49 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   }
   // v1 compactions point at a line index; Migrate() turns it into an id.
   if (first_kept_index >= 0 && e->first_kept_entry_id.empty())
-    e->first_kept_entry_id = Keep("#" + JsNumber(first_kept_index));
+    e->first_kept_entry_id = st.Keep("#" + JsNumber(first_kept_index));
   span->line = line;
   return true;
 }
 
-Status Session::Impl::Load() {
+void Session::Impl::ParseChunk(Chunk& c) {
   simdjson::ondemand::parser parser;
+  Storage& st = *c.storage;
   // Reserve for short lines (real entries average over 1 KB): the index never
   // moves while it grows, and untouched reserved pages cost no memory.
-  const size_t guess = std::min<size_t>(size / 512 + 16, size_t{1} << 20);
-  entries.reserve(guess);
-  spans.reserve(guess);
-  size_t pos = 0;
-  uint32_t line_no = 0;
-  bool have_header = false;
-  size_t released = 0;
-  size_t last_progress = 0;
+  const size_t guess = std::min<size_t>((c.end - c.begin) / 512 + 16, size_t{1} << 20);
+  c.entries.reserve(guess);
+  c.spans.reserve(guess);
+  size_t pos = c.begin;
+  uint32_t line_no = 0;  // relative to the chunk
+  bool& have_header = c.have_header;
+  have_header = !c.first;
+  size_t released = c.begin;
+  size_t last_progress = c.begin;
   const bool release = size > kReleaseThreshold;
+  auto warn = [&c](uint32_t line, std::string message) {
+    c.warnings.emplace_back(line, std::move(message));
+  };
+  auto fail = [&c](uint32_t line, std::string message) {
+    c.failed = true;
+    c.fail_line = line;
+    c.fail_message = std::move(message);
+  };
   // JavaScript's trim() drops a leading byte order mark before pi splits lines.
-  if (size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) pos = 3;
-  while (pos < size) {
-    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', size - pos));
-    size_t end = nl ? static_cast<size_t>(nl - data) : size;
+  if (c.first && size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) pos = 3;
+  while (pos < c.end) {
+    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', c.end - pos));
+    size_t end = nl ? static_cast<size_t>(nl - data) : c.end;
     ++line_no;
     std::string_view line(data + pos, end - pos);
     const bool last_line = nl == nullptr || end + 1 >= size;
     const bool torn = nl == nullptr;
     pos = end + 1;
-    if (options.on_progress && pos - last_progress > kReleaseChunk) {
-      options.on_progress(pos, size);
+    if (c.first && options.on_progress && pos - last_progress > kReleaseChunk) {
+      // The first range is read as fast as the others: scale to the whole file.
+      const double scaled =
+          static_cast<double>(pos) * static_cast<double>(size) / static_cast<double>(c.end);
+      options.on_progress(std::min(size, static_cast<size_t>(scaled)), size);
       last_progress = pos;
     }
     if (release && pos - released > kReleaseChunk) {
@@ -487,68 +531,163 @@ Status Session::Impl::Load() {
         static_cast<size_t>(line.data() - data) + line.size() + simdjson::SIMDJSON_PADDING <=
             size ||
         !owned.empty();
-    bool ok = ParseLine(line, padded_ok, &e, &span, &hf, &is_header, &error, parser);
+    bool ok = ParseLine(line, padded_ok, &e, &span, &hf, &is_header, &error, parser, st);
     if (!ok && error.find("UTF-8") != std::string::npos) {
       // Node decodes invalid bytes as U+FFFD before JSON.parse; do the same.
-      side.push_back(internal::ReplaceInvalidUtf8(line));
-      std::string& fixed = side.back();
+      st.side.push_back(internal::ReplaceInvalidUtf8(line));
+      std::string& fixed = st.side.back();
       fixed.reserve(fixed.size() + simdjson::SIMDJSON_PADDING);
       line = fixed;
       e = Entry();
       span = Span();
       hf = HeaderFields();
-      ok = ParseLine(line, false, &e, &span, &hf, &is_header, &error, parser);
-      if (ok) Warn(line_no, "invalid UTF-8 replaced by U+FFFD");
+      ok = ParseLine(line, false, &e, &span, &hf, &is_header, &error, parser, st);
+      if (ok) warn(line_no, "invalid UTF-8 replaced by U+FFFD");
     }
     if (!ok && !have_header) {
       // Nothing before the header can be skipped safely: this is not a session file.
-      return Status::Corruption(
-          path + ":" + std::to_string(line_no) +
-          ": not a pi session file (the first line is not a JSON header: " + error + ")");
+      return fail(line_no,
+                  "not a pi session file (the first line is not a JSON header: " + error + ")");
     }
     if (!ok) {
       std::string msg = "invalid JSON (" + error + ")";
       if (torn && last_line) {
-        Warn(line_no, msg + " on the last line (a torn write?); line skipped");
+        warn(line_no, msg + " on the last line (a torn write?); line skipped");
         continue;
       }
-      if (options.strict)
-        return Status::Corruption(path + ":" + std::to_string(line_no) + ": " + msg);
-      Warn(line_no, msg + "; line skipped");
+      if (options.strict) return fail(line_no, msg);
+      warn(line_no, msg + "; line skipped");
       continue;
     }
     if (!have_header) {
       if (!is_header || e.id.empty()) {
-        return Status::Corruption(path + ":" + std::to_string(line_no) +
-                                  ": not a pi session file (the first JSON line must be a "
-                                  "{\"type\":\"session\",\"id\":...} header)");
+        return fail(line_no,
+                    "not a pi session file (the first JSON line must be a "
+                    "{\"type\":\"session\",\"id\":...} header)");
       }
       have_header = true;
-      header.version = hf.version < 1 ? 1 : static_cast<int>(hf.version);
-      header.cwd = hf.cwd;
-      header.parent_session = hf.parent_session;
-      header.id = e.id;
-      header.timestamp = e.timestamp;
-      header.line = line_no;
-      header_raw = line;
+      c.header_fields = hf;
+      c.header_entry = e;
+      c.header_line = line_no;
+      c.header_raw = line;
       continue;
     }
     if (is_header) {
-      Warn(line_no, "a second session header; ignored as pi does");
+      warn(line_no, "a second session header; ignored as pi does");
       continue;
     }
     e.line = line_no;
     e.timestamp_ms =
         hf.numeric_timestamp ? *hf.numeric_timestamp : ParseIsoTimestampMs(e.timestamp);
-    entries.push_back(std::move(e));
-    spans.push_back(span);
+    c.entries.push_back(e);
+    c.spans.push_back(span);
   }
-  if (!have_header) {
-    if (size == 0 || IsBlank(std::string_view(data, size)))
-      return Status::Corruption(path + ":1: empty file, not a pi session");
-    return Status::Corruption(path + ": no session header found");
+  c.lines = line_no;
+}
+
+Status Session::Impl::Load() {
+  // Large files are indexed by two threads, each over about half of the
+  // lines (split after a newline); results are joined in file order, so
+  // entries, warnings and errors are those of a single pass.
+  int threads = options.threads;
+  if (threads <= 0) {
+    threads = size >= kParallelThreshold && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
   }
-  if (release) file.Release(0, size);
+  std::vector<Chunk> chunks(1);
+  chunks[0].first = true;
+  chunks[0].begin = 0;
+  chunks[0].end = size;
+  for (int k = 1; k < threads; ++k) {
+    Chunk& prev = chunks.back();
+    size_t cut = prev.begin + (size - prev.begin) / static_cast<size_t>(threads - k + 1);
+    const char* nl =
+        cut < size ? static_cast<const char*>(std::memchr(data + cut, '\n', size - cut)) : nullptr;
+    if (nl == nullptr || static_cast<size_t>(nl - data) + 1 >= size) break;
+    size_t split = static_cast<size_t>(nl - data) + 1;
+    if (split <= prev.begin + 3) break;  // keep the byte order mark with the header
+    prev.end = split;
+    Chunk next;
+    next.begin = split;
+    next.end = size;
+    chunks.push_back(std::move(next));
+  }
+  for (Chunk& c : chunks) {
+    storage.push_back(std::make_unique<Storage>());
+    c.storage = storage.back().get();
+  }
+  if (chunks.size() == 1) {
+    ParseChunk(chunks[0]);
+  } else {
+    std::vector<std::string> crashed(chunks.size());
+    auto run = [this, &chunks, &crashed](size_t k) {
+      try {
+        ParseChunk(chunks[k]);
+      } catch (const std::exception& ex) {
+        crashed[k] = ex.what();
+      } catch (...) {
+        crashed[k] = "unknown exception";
+      }
+    };
+    std::vector<std::thread> workers;
+    for (size_t k = 1; k < chunks.size(); ++k) workers.emplace_back(run, k);
+    run(0);
+    for (std::thread& t : workers) t.join();
+    for (const std::string& why : crashed) {
+      if (!why.empty()) return Status::Internal(path + ": indexing failed: " + why);
+    }
+    if (!chunks[0].failed && !chunks[0].have_header) {
+      // Only blank lines before the split: the header, if any, is further on.
+      // Such a file is no use to split; read it in one pass.
+      storage.clear();
+      chunks.resize(1);
+      chunks[0] = Chunk();
+      chunks[0].first = true;
+      chunks[0].end = size;
+      storage.push_back(std::make_unique<Storage>());
+      chunks[0].storage = storage.back().get();
+      ParseChunk(chunks[0]);
+    }
+  }
+
+  // Join in file order: warnings up to the first fatal error, then the error.
+  uint32_t base = 0;
+  size_t total = 0;
+  for (const Chunk& c : chunks) total += c.entries.size();
+  entries.reserve(total);
+  spans.reserve(total);
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    Chunk& c = chunks[k];
+    for (auto& [line, message] : c.warnings) Warn(base + line, std::move(message));
+    if (c.failed) {
+      if (c.fail_line == 0) return Status::Corruption(path + ": " + c.fail_message);
+      return Status::Corruption(path + ":" + std::to_string(base + c.fail_line) + ": " +
+                                c.fail_message);
+    }
+    if (k == 0) {
+      if (!c.have_header) {
+        if (size == 0 || IsBlank(std::string_view(data, size)))
+          return Status::Corruption(path + ":1: empty file, not a pi session");
+        return Status::Corruption(path + ": no session header found");
+      }
+      const HeaderFields& hf = c.header_fields;
+      header.version = hf.version < 1 ? 1 : static_cast<int>(hf.version);
+      header.cwd = hf.cwd;
+      header.parent_session = hf.parent_session;
+      header.id = c.header_entry.id;
+      header.timestamp = c.header_entry.timestamp;
+      header.line = c.header_line;
+      header_raw = c.header_raw;
+    }
+    for (Entry& e : c.entries) {
+      e.line += base;
+      entries.push_back(e);
+    }
+    spans.insert(spans.end(), c.spans.begin(), c.spans.end());
+    base += c.lines;
+    std::vector<Entry>().swap(c.entries);
+    std::vector<Span>().swap(c.spans);
+  }
+  if (size > kReleaseThreshold) file.Release(0, size);
   Migrate();
   Index();
   return Status::Ok();
@@ -582,7 +721,7 @@ void Session::Impl::Migrate() {
         id = buf;
         state += 0x9E3779B97F4A7C15ull;
       } while (!used.insert(id).second);
-      e.id = Keep(id);
+      e.id = storage[0]->Keep(id);
       e.parent_id = prev;
       prev = e.id;
     }
@@ -604,6 +743,7 @@ void Session::Impl::Migrate() {
       e.estimate = -1;  // measured under its old role
       e.tool_call_blocks = -1;
       std::string_view msg = spans[i].line.substr(spans[i].msg_off, spans[i].msg_len);
+      std::deque<std::string>& side = storage[0]->side;
       side.push_back(internal::SetMember(msg, "role", "\"custom\""));
       migrated_messages[i] = side.back();
     }
