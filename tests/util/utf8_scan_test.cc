@@ -39,8 +39,8 @@ int MaxBackslashRun(std::string_view body) {
 
 TEST(ScanJsonStringBody, MatchesAnEscapeWalk) {
   std::mt19937 rng(11);
-  const char* pieces[] = {"a",  "é", "😀", "\\n", "\\\\", "\\u00e9", "\\/", "\\\"", "\t",
-                          "xyz", "\\\\u", "\\\\/", "\\\\\\n", "中"};
+  const char* pieces[] = {"a",    "é",  "😀",   "\\n",   "\\\\",  "\\u00e9", "\\/",
+                          "\\\"", "\t", "xyz", "\\\\u", "\\\\/", "\\\\\\n", "中"};
   int checked = 0, with_long_runs = 0;
   for (int k = 0; k < 4000; ++k) {
     std::string body;
