@@ -91,8 +91,7 @@ ContextEstimate EstimateContextTokens(const Session& session,
                                       const TokenCounter& counter);
 
 // counter.Message() of one message, from the index when it was measured there.
-int64_t EntryMessageTokens(const Session& session, size_t entry_index,
-                           const TokenCounter& counter);
+int64_t EntryMessageTokens(const Session& session, size_t entry_index, const TokenCounter& counter);
 int64_t ContextMessageTokens(const Session& session, const ContextMessage& message,
                              const TokenCounter& counter);
 

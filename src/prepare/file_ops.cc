@@ -1,13 +1,13 @@
 #include "compactor/file_ops.h"
-#include "prepare/file_ops_internal.h"
 
 #include <simdjson.h>
-
 #include <string.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+
+#include "prepare/file_ops_internal.h"
 
 namespace compactor {
 namespace {
@@ -132,8 +132,7 @@ void ExtractFileOpsFromJson(std::string_view message_json, FileOps& ops) {
   // Most messages call no tool: skip them without parsing. memmem rather than
   // string_view::find, which stops at every '"' of the message.
   static constexpr std::string_view kNeedle = "\"toolCall\"";
-  if (memmem(message_json.data(), message_json.size(), kNeedle.data(), kNeedle.size()) ==
-      nullptr)
+  if (memmem(message_json.data(), message_json.size(), kNeedle.data(), kNeedle.size()) == nullptr)
     return;
   internal::ExtractFileOpsFromToolCallJson(message_json, ops);
 }

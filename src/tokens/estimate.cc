@@ -83,7 +83,8 @@ int64_t CanonicalStringLength(std::string_view token) {
   int64_t n = 2 + scan.units;
   if (!scan.long_runs && scan.u_escapes == 0) {
     // A run of one backslash at the end escapes the closing quote: malformed.
-    if (body.size() >= 1 && body.back() == '\\' && (body.size() < 2 || body[body.size() - 2] != '\\'))
+    if (body.size() >= 1 && body.back() == '\\' &&
+        (body.size() < 2 || body[body.size() - 2] != '\\'))
       return -1;
     // Only two-byte escapes, each written back as it is except \/ (one unit).
     return n - scan.slash_escapes;
@@ -510,8 +511,7 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
 
 namespace {
 
-ContextEstimate EstimateContext(const Session* session,
-                                const std::vector<ContextMessage>& messages,
+ContextEstimate EstimateContext(const Session* session, const std::vector<ContextMessage>& messages,
                                 const TokenCounter& counter) {
   ContextEstimate est;
   std::vector<int64_t> per(messages.size());
