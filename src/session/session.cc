@@ -490,7 +490,9 @@ void Session::Impl::ParseChunk(Chunk& c) {
   have_header = !c.first;
   size_t released = c.begin;
   size_t last_progress = c.begin;
-  const bool release = size > kReleaseThreshold;
+  // Callers that measure messages will read them again (file operations,
+  // usage): keep the pages then rather than fault them back in.
+  const bool release = size > kReleaseThreshold && !options.estimate_messages;
   auto warn = [&c](uint32_t line, std::string message) {
     c.warnings.emplace_back(line, std::move(message));
   };
@@ -687,7 +689,7 @@ Status Session::Impl::Load() {
     std::vector<Entry>().swap(c.entries);
     std::vector<Span>().swap(c.spans);
   }
-  if (size > kReleaseThreshold) file.Release(0, size);
+  if (size > kReleaseThreshold && !options.estimate_messages) file.Release(0, size);
   Migrate();
   Index();
   return Status::Ok();
