@@ -2,9 +2,9 @@
 // with Compactor's fixes and keep policies.
 #include "compactor/prepare.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -13,31 +13,34 @@
 namespace compactor {
 namespace {
 
-// Maps entry indices to their message in the rebuilt context.
+// Maps entry indices to their message in the rebuilt context (a flat array
+// over entry indices: a long history has tens of thousands).
 class ContextIndex {
  public:
   explicit ContextIndex(const SessionContext& context) : context_(context) {
-    by_entry_.reserve(context.messages.size());
+    size_t n = 0;
+    for (const ContextMessage& m : context.messages) n = std::max(n, m.entry_index + 1);
+    position_.assign(n, -1);
     for (size_t i = 0; i < context.messages.size(); ++i) {
       // A compaction's summary is emitted first and carries the compaction's
       // entry index; it never stands for a path entry in a summarized range.
       if (context.messages[i].role == Role::kCompactionSummary) continue;
-      by_entry_.emplace(context.messages[i].entry_index, i);
+      long& p = position_[context.messages[i].entry_index];
+      if (p < 0) p = static_cast<long>(i);  // the first message of an entry
     }
   }
   const ContextMessage* Find(size_t entry_index) const {
-    auto it = by_entry_.find(entry_index);
-    return it == by_entry_.end() ? nullptr : &context_.messages[it->second];
+    long p = Position(entry_index);
+    return p < 0 ? nullptr : &context_.messages[static_cast<size_t>(p)];
   }
   // Position of the entry's message in the context, or -1.
   long Position(size_t entry_index) const {
-    auto it = by_entry_.find(entry_index);
-    return it == by_entry_.end() ? -1 : static_cast<long>(it->second);
+    return entry_index < position_.size() ? position_[entry_index] : -1;
   }
 
  private:
   const SessionContext& context_;
-  std::unordered_map<size_t, size_t> by_entry_;
+  std::vector<long> position_;
 };
 
 // pi's getMessageFromEntryForCompaction: the message an entry contributes to a
