@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -121,9 +122,14 @@ void CollectFileOps(const Session& session,
   size_t half = 0, acc = 0;
   while (half < jobs.size() && acc < bytes / 2) acc += jobs[half++].json.size();
   FileOps second;
-  std::thread worker([&] { run(half, jobs.size(), second); });
+  std::thread worker;
+  try {
+    worker = std::thread([&] { run(half, jobs.size(), second); });
+  } catch (const std::system_error&) {
+    run(half, jobs.size(), second);  // no thread to be had
+  }
   run(0, half, ops);
-  worker.join();
+  if (worker.joinable()) worker.join();
   ops.read.merge(second.read);
   ops.written.merge(second.written);
   ops.edited.merge(second.edited);

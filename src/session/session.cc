@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -631,8 +632,15 @@ Status Session::Impl::Load() {
       }
     };
     std::vector<std::thread> workers;
-    for (size_t k = 1; k < chunks.size(); ++k) workers.emplace_back(run, k);
-    run(0);
+    std::vector<size_t> here = {0};
+    for (size_t k = 1; k < chunks.size(); ++k) {
+      try {
+        workers.emplace_back(run, k);
+      } catch (const std::system_error&) {
+        here.push_back(k);  // no thread to be had: read this range here
+      }
+    }
+    for (size_t k : here) run(k);
     for (std::thread& t : workers) t.join();
     for (const std::string& why : crashed) {
       if (!why.empty()) return Status::Internal(path + ": indexing failed: " + why);
