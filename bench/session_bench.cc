@@ -160,6 +160,28 @@ BENCHMARK(BM_SessionOpenAndContext)->Unit(benchmark::kMillisecond)->UseRealTime(
 BENCHMARK(BM_SessionOpenContextJson)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ContextOnly)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The same on one thread (LoadOptions::threads = 1): the cost of the work
+// itself, comparable with simdjson's single-threaded parse.
+void BM_SessionOpenAndContextOneThread(benchmark::State& state) {
+  compactor::LoadOptions one;
+  one.threads = 1;
+  for (auto _ : state) {
+    auto session = compactor::Session::Open(g_path, one);
+    if (!session.ok()) {
+      state.SkipWithError(session.status().ToString().c_str());
+      break;
+    }
+    auto context = compactor::BuildSessionContext(*session.value());
+    if (!context.ok()) {
+      state.SkipWithError(context.status().ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(context.value().messages.size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * g_bytes));
+}
+BENCHMARK(BM_SessionOpenAndContextOneThread)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // Console output plus a summary of the ratios the targets are stated in.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -194,6 +216,15 @@ class RatioReporter : public benchmark::ConsoleReporter {
     double base_mem = get("BM_SimdjsonParseManyInMemory");
     if (base_mem > 0 && ours > 0) {
       std::printf("ratio load+context / simdjson parse_many in memory: %.2f\n", ours / base_mem);
+    }
+    double one = get("BM_SessionOpenAndContextOneThread");
+    if (base > 0 && one > 0) {
+      std::printf("ratio load+context on one thread / simdjson load+parse_many: %.2f\n",
+                  one / base);
+    }
+    if (base_mem > 0 && one > 0) {
+      std::printf("ratio load+context on one thread / simdjson parse_many in memory: %.2f\n",
+                  one / base_mem);
     }
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);

@@ -17,7 +17,8 @@ struct ContextArgs {
   bool expand = false;
 };
 
-// Streams the contract object without building one large string.
+// Streams the contract object without building one large string: the
+// messages go from the session's bytes to stdout with writev.
 void PrintContextJson(const Session& session, const SessionContext& ctx) {
   std::string head = "{\"leafId\":";
   if (ctx.leaf_id) {
@@ -26,15 +27,17 @@ void PrintContextJson(const Session& session, const SessionContext& ctx) {
     head += "null";
   }
   head += ",\"messages\":[";
-  Print(head);
+  const std::string tail = ContextJsonTail(ctx) + "\n";
+  GatherWriter out;
+  out.Add(head);
   // Messages echoed from a large mapped file are given back to the kernel in
   // 8 MiB steps once written, so memory stays flat however long the context.
   const char* pending = nullptr;
   size_t pending_len = 0;
   for (size_t i = 0; i < ctx.messages.size(); ++i) {
-    if (i) Print(",");
+    if (i) out.Add(",");
     std::string_view m = ctx.messages[i].json();
-    Print(m);
+    out.Add(m);
     if (ctx.messages[i].owned.empty() && !m.empty()) {
       if (pending == nullptr || m.data() < pending) {
         pending = m.data();
@@ -43,14 +46,14 @@ void PrintContextJson(const Session& session, const SessionContext& ctx) {
         pending_len = static_cast<size_t>(m.data() + m.size() - pending);
       }
       if (pending_len > (8u << 20)) {
-        std::fflush(stdout);
+        out.Flush();
         session.ReleaseBytes(std::string_view(pending, pending_len));
         pending = nullptr;
       }
     }
   }
-  std::string tail = ContextJsonTail(ctx) + "\n";
-  Print(tail);
+  out.Add(tail);
+  out.Flush();
 }
 
 std::string Clip(const std::string& s, bool full) {
@@ -69,7 +72,7 @@ void PrintTranscript(const Session& session, const SessionContext& ctx, bool ful
                      ctx.model ? ctx.model->provider + "/" + ctx.model->model_id : "(none)");
   for (const ContextMessage& cm : ctx.messages) {
     auto parsed = ParseMessage(cm.json());
-    const std::string& id = session.entry(cm.entry_index).id;
+    std::string_view id = session.entry(cm.entry_index).id;
     if (!parsed.ok()) {
       out += fmt::format("\n── (unreadable message) [{}] ──\n", id);
       continue;

@@ -77,7 +77,7 @@ std::string Messages(size_t n) { return fmt::format("{} message{}", n, n == 1 ? 
 // A short description of the entry at `path_index` ("entry 3158027b (assistant)").
 std::string Describe(const Session& s, const SessionContext& ctx, size_t path_index) {
   const Entry& e = s.entry(ctx.path[path_index]);
-  std::string what = e.type == EntryType::kMessage ? e.role_name : std::string(e.type_name);
+  std::string what(e.type == EntryType::kMessage ? e.role_name : e.type_name);
   return fmt::format("entry {} ({}, #{} on the path)", e.id, what, path_index);
 }
 
@@ -193,6 +193,8 @@ void RegisterPlan(CLI::App& app) {
     options.settings = *settings;
     if (!args->leaf.empty()) options.leaf_id = args->leaf;
     options.pi_quirks = args->pi_quirks;
+    args->session.estimate_messages =
+        options.settings.tokenizer.empty() || options.settings.tokenizer == "estimate";
     auto session = LoadSession(args->session);
     if (!session.ok()) {
       ExitCode() = Fail(session.status());

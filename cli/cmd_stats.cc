@@ -33,6 +33,7 @@ void RegisterStats(CLI::App& app) {
                   "measure the context of this entry instead of the file's leaf");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] {
+    args->session.estimate_messages = true;
     auto loaded = LoadWithContext(args->session, args->leaf);
     if (!loaded.ok()) {
       ExitCode() = Fail(loaded.status());
@@ -43,8 +44,8 @@ void RegisterStats(CLI::App& app) {
     std::map<std::string, int64_t> by_type, by_role;
     int64_t compactions = 0, branch_summaries = 0;
     for (const Entry& e : s.entries()) {
-      by_type[e.type_name]++;
-      if (e.type == EntryType::kMessage) by_role[e.role_name]++;
+      by_type[std::string(e.type_name)]++;
+      if (e.type == EntryType::kMessage) by_role[std::string(e.role_name)]++;
       if (e.type == EntryType::kCompaction) compactions++;
       if (e.type == EntryType::kBranchSummary) branch_summaries++;
     }
@@ -57,7 +58,7 @@ void RegisterStats(CLI::App& app) {
     int64_t path_compactions = 0;
     for (size_t i : ctx->path)
       if (s.entry(i).type == EntryType::kCompaction) path_compactions++;
-    ContextEstimate est = EstimateContextTokens(ctx->messages);
+    ContextEstimate est = EstimateContextTokens(s, ctx->messages, TokenCounter());
 
     nlohmann::ordered_json j;
     j["file"] = s.path();

@@ -85,7 +85,7 @@ void RegisterTokens(CLI::App& app) {
                   : fmt::format("{} tokens (estimate: ceil({} UTF-16 units / 4), {} bytes)\n",
                                 tokens, units, text.size());
     } else {
-      SessionArgs sa{args->input, args->strict, false};
+      SessionArgs sa{args->input, args->strict, false, !counter->exact()};
       auto loaded = LoadSession(sa);
       if (!loaded.ok()) {
         ExitCode() = Fail(loaded.status());

@@ -45,7 +45,7 @@ std::string Describe(const Session& s, size_t i, size_t width) {
         if (m->role == Role::kToolResult)
           text = m->tool_name + (m->is_error ? " (error): " : ": ") + text;
       }
-      return e.role_name + ": " + OneLine(text, width);
+      return std::string(e.role_name) + ": " + OneLine(text, width);
     }
     case EntryType::kCompaction:
       return fmt::format("[compaction] keeps from {}, {} tokens before", e.first_kept_entry_id,
@@ -55,19 +55,20 @@ std::string Describe(const Session& s, size_t i, size_t width) {
       return "[branch summary] " + OneLine(summary.value_or(""), width);
     }
     case EntryType::kThinkingLevelChange:
-      return "[thinking " + e.thinking_level + "]";
+      return fmt::format("[thinking {}]", e.thinking_level);
     case EntryType::kModelChange:
-      return "[model " + e.provider + "/" + e.model + "]";
+      return fmt::format("[model {}/{}]", e.provider, e.model);
     case EntryType::kLabel:
-      return "[label " + e.target_id + " = " + (e.has_label ? e.label : "(cleared)") + "]";
+      return fmt::format("[label {} = {}]", e.target_id,
+                         e.has_label ? e.label : std::string_view("(cleared)"));
     case EntryType::kSessionInfo:
-      return "[name \"" + e.name + "\"]";
+      return fmt::format("[name \"{}\"]", e.name);
     case EntryType::kCustom:
       return "[custom " + s.StringField(i, "customType").value_or("") + "]";
     case EntryType::kCustomMessage:
       return "[custom message " + s.StringField(i, "customType").value_or("") + "]";
     case EntryType::kUnknown:
-      return "[" + e.type_name + "]";
+      return fmt::format("[{}]", e.type_name);
   }
   return "";
 }
@@ -143,8 +144,8 @@ void RegisterTree(CLI::App& app) {
       Item it = std::move(stack.back());
       stack.pop_back();
       const Entry& e = s.entry(it.index);
-      std::string line = it.prefix + (active.count(it.index) ? "* " : "  ") + e.id + " " +
-                         Describe(s, it.index, width);
+      std::string line = it.prefix + (active.count(it.index) ? "* " : "  ") + std::string(e.id) +
+                         " " + Describe(s, it.index, width);
       if (auto l = s.LabelOf(e.id)) line += "  <" + *l + ">";
       if (ctx->leaf_id && *ctx->leaf_id == e.id) line += "  ← leaf";
       out += line + "\n";

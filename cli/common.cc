@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <fmt/format.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +23,7 @@ void AddSessionArgs(CLI::App* cmd, SessionArgs* args) {
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args) {
   LoadOptions options;
   options.strict = args.strict;
+  options.estimate_messages = args.estimate_messages;
   auto count = std::make_shared<int>(0);
   const bool quiet = args.quiet;
   options.on_warning = [count, quiet](const LoadWarning& w) {
@@ -141,6 +143,41 @@ void Print(std::string_view s) {
     size_t n = std::fwrite(s.data(), 1, s.size(), stdout);
     if (n == 0) break;
     s.remove_prefix(n);
+  }
+}
+
+void GatherWriter::Add(std::string_view piece) {
+  if (piece.empty()) return;
+  if (pieces_.size() == kMaxPieces) Flush();
+  pieces_.push_back(piece);
+}
+
+void GatherWriter::Flush() {
+  if (pieces_.empty()) return;
+  std::fflush(stdout);
+  iovec iov[kMaxPieces];
+  size_t n = pieces_.size();
+  for (size_t i = 0; i < n; ++i) {
+    iov[i].iov_base = const_cast<char*>(pieces_[i].data());
+    iov[i].iov_len = pieces_[i].size();
+  }
+  pieces_.clear();
+  iovec* cur = iov;
+  while (n > 0) {
+    ssize_t w = ::writev(STDOUT_FILENO, cur, static_cast<int>(n));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // as Print: a closed or failing stdout ends the output
+    // Skip what was written; a short write can stop inside a piece.
+    auto done = static_cast<size_t>(w);
+    while (n > 0 && done >= cur->iov_len) {
+      done -= cur->iov_len;
+      ++cur;
+      --n;
+    }
+    if (n > 0) {
+      cur->iov_base = static_cast<char*>(cur->iov_base) + done;
+      cur->iov_len -= done;
+    }
   }
 }
 

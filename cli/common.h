@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compactor/context.h"
 #include "compactor/providers.h"
@@ -30,6 +31,8 @@ struct SessionArgs {
   std::string file;
   bool strict = false;
   bool quiet = false;  // no warnings on stderr
+  // Set by commands that estimate the context (LoadOptions::estimate_messages).
+  bool estimate_messages = false;
 };
 
 void AddSessionArgs(CLI::App* cmd, SessionArgs* args);
@@ -77,6 +80,26 @@ int Fail(const Status& s);
 
 // Writes bytes to stdout (whole, retrying on short writes).
 void Print(std::string_view s);
+
+// Writes many pieces to stdout with writev instead of copying them through
+// stdio: echoing tens of megabytes of messages from a mapped session is then
+// one kernel copy (none for /dev/null). The pieces are not copied, so each
+// must stay valid until the next Flush(); Add flushes by itself every 1024
+// pieces. Anything printed through stdio before is flushed first.
+class GatherWriter {
+ public:
+  GatherWriter() = default;
+  GatherWriter(const GatherWriter&) = delete;
+  GatherWriter& operator=(const GatherWriter&) = delete;
+  ~GatherWriter() { Flush(); }
+
+  void Add(std::string_view piece);
+  void Flush();
+
+ private:
+  static constexpr size_t kMaxPieces = 1024;  // IOV_MAX on Linux
+  std::vector<std::string_view> pieces_;
+};
 
 // The exit code a subcommand set; the dispatcher returns it.
 int& ExitCode();

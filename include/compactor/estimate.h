@@ -83,6 +83,18 @@ ContextEstimate EstimateCurrentContextTokens(const Session& session, const Sessi
 ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages,
                                       const TokenCounter& counter);
 
+// The same over messages of `session`, taking each stored message's estimate
+// from the index when the session was loaded with
+// LoadOptions::estimate_messages (identical numbers, no second read).
+ContextEstimate EstimateContextTokens(const Session& session,
+                                      const std::vector<ContextMessage>& messages,
+                                      const TokenCounter& counter);
+
+// counter.Message() of one message, from the index when it was measured there.
+int64_t EntryMessageTokens(const Session& session, size_t entry_index, const TokenCounter& counter);
+int64_t ContextMessageTokens(const Session& session, const ContextMessage& message,
+                             const TokenCounter& counter);
+
 }  // namespace compactor
 
 #endif  // COMPACTOR_INCLUDE_COMPACTOR_ESTIMATE_H_

@@ -39,30 +39,33 @@ enum class EntryType {
 
 std::string_view EntryTypeName(EntryType type);
 
-// One non-header line of the file, as indexed at load time.
+// One non-header line of the file, as indexed at load time. The strings are
+// views into the Session's bytes (or, for values written with JSON escapes
+// and ids assigned by migration, into text the Session owns): valid while the
+// Session lives. A compact index is most of what loading a large file costs.
 struct Entry {
   EntryType type = EntryType::kUnknown;
-  std::string type_name;    // the "type" string as stored
-  std::string id;           // assigned in memory for v1 files
-  std::string parent_id;    // empty = null / root (pi treats "" as null too)
-  std::string timestamp;    // ISO-8601 string as stored
-  double timestamp_ms = 0;  // Date.parse(timestamp); NaN when unparsable
-  uint32_t line = 0;        // 1-based line number in the file
+  std::string_view type_name;  // the "type" string as stored
+  std::string_view id;         // assigned in memory for v1 files
+  std::string_view parent_id;  // empty = null / root (pi treats "" as null too)
+  std::string_view timestamp;  // ISO-8601 string as stored
+  double timestamp_ms = 0;     // Date.parse(timestamp); NaN when unparsable
+  uint32_t line = 0;           // 1-based line number in the file
 
   // message entries
   Role role = Role::kOther;
-  std::string role_name;
+  std::string_view role_name;
   // assistant messages (needed for model tracking and usage without a full parse)
-  std::string provider, model, stop_reason;
+  std::string_view provider, model, stop_reason;
   bool has_usage = false;
   Usage usage;
 
   // compaction (also for v1 files after migration): firstKeptEntryId; tokensBefore
-  std::string first_kept_entry_id;
+  std::string_view first_kept_entry_id;
   double tokens_before = 0;
   // branch_summary: fromId; label: targetId; session_info: name; thinking_level_change: level;
   // model_change: provider/modelId go into provider/model above.
-  std::string from_id, target_id, label, name, thinking_level;
+  std::string_view from_id, target_id, label, name, thinking_level;
   bool has_label = false;  // label entries: false when the label is absent (clears)
   bool from_hook = false;  // compaction / branch_summary
   // branch_summary / compaction: the summary is falsy in JavaScript terms
@@ -70,6 +73,11 @@ struct Entry {
   bool summary_empty = true;
   // Whether the fields were present (pi copies undefined, and JSON drops it).
   bool has_provider = false, has_model = false, has_thinking_level = false;
+  // With the estimate: how many content blocks have the type "toolCall"; -1 unknown.
+  int32_t tool_call_blocks = -1;
+  // message entries: pi's token estimate of the message (EstimateMessageTokens),
+  // measured while indexing when LoadOptions::estimate_messages is set; -1 otherwise.
+  int64_t estimate = -1;
 };
 
 struct SessionHeader {
@@ -99,6 +107,14 @@ struct LoadOptions {
   // Called about every 8 MiB while a file is indexed (bytes done, total), for
   // progress display on a terminal.
   std::function<void(size_t, size_t)> on_progress;
+  // Also measure every message's token estimate during the single indexing
+  // pass (Entry::estimate), for callers that will estimate the context or
+  // prepare a compaction: they then never read the messages a second time.
+  bool estimate_messages = false;
+  // Threads that index the lines: 0 picks (two for files of 16 MiB and more
+  // on a machine with two or more cores), 1 reads on the calling thread.
+  // The result is the same whatever the number.
+  int threads = 0;
 };
 
 class Session {

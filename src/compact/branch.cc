@@ -82,7 +82,7 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
 
   // New leaf: a user or custom message target is re-edited from its parent.
   const Entry& t = session.entry(*target);
-  std::string new_leaf = t.id;
+  std::string new_leaf(t.id);
   bool reedit = (t.type == EntryType::kMessage && t.role == Role::kUser) ||
                 t.type == EntryType::kCustomMessage;
   if (reedit) {
@@ -138,7 +138,7 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
       }
       messages.insert(messages.begin(), std::move(m).value());
       total += tokens;
-      r.entries_summarized.insert(r.entries_summarized.begin(), e.id);
+      r.entries_summarized.insert(r.entries_summarized.begin(), std::string(e.id));
     }
     FileLists lists = ComputeFileLists(ops);
     r.read_files = lists.read_files;

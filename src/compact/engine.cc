@@ -133,7 +133,7 @@ EntryBase NewBase(const Session& session, const std::string& parent, const Compa
 std::string LeafIdOf(const Session& session, const CompactOptions& o) {
   if (o.leaf_id) return *o.leaf_id;
   auto leaf = session.Leaf();
-  return leaf ? session.entry(*leaf).id : "";
+  return leaf ? std::string(session.entry(*leaf).id) : "";
 }
 
 // --- summary -------------------------------------------------------------
@@ -329,7 +329,7 @@ Result<MeasuredContext> MeasureContext(const Session& session, const CompactOpti
   MeasuredContext m;
   ASSIGN_OR_RETURN(m.ctx, BuildSessionContext(session, co));
   ASSIGN_OR_RETURN(m.counter, TokenCounter::FromName(o.settings.tokenizer));
-  m.est = EstimateContextTokens(m.ctx.messages, m.counter);
+  m.est = EstimateContextTokens(session, m.ctx.messages, m.counter);
   r->tokens_before = m.est.tokens;
   return m;
 }
@@ -700,7 +700,11 @@ Result<std::unique_ptr<Session>> SessionWithAppended(const Session& session,
 
 Result<CompactionResult> CompactFile(const std::string& path, const CompactOptions& o,
                                      const LoadOptions& load) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, load));
+  LoadOptions measured = load;
+  // Compaction estimates every message of the context: measure them while indexing.
+  if (o.settings.tokenizer.empty() || o.settings.tokenizer == "estimate")
+    measured.estimate_messages = true;
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, measured));
   ASSIGN_OR_RETURN(ComputedCompaction c, ComputeCompaction(*session, o));
   CompactionResult& r = c.result;
   if (!r.compacted || o.dry_run) return r;

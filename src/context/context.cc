@@ -193,11 +193,13 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
         ctx.thinking_level_set = e.has_thinking_level;
         break;
       case EntryType::kModelChange:
-        ctx.model = ModelRef{e.provider, e.model, e.has_provider, e.has_model};
+        ctx.model =
+            ModelRef{std::string(e.provider), std::string(e.model), e.has_provider, e.has_model};
         break;
       case EntryType::kMessage:
         if (e.role == Role::kAssistant)
-          ctx.model = ModelRef{e.provider, e.model, e.has_provider, e.has_model};
+          ctx.model =
+              ModelRef{std::string(e.provider), std::string(e.model), e.has_provider, e.has_model};
         break;
       case EntryType::kCompaction:
         ctx.compaction_path_index = k;

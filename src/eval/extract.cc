@@ -200,7 +200,7 @@ FactFile ExtractFacts(const Session& session) {
       for (const ContentBlock& b : m.content) {
         if (b.kind != ContentBlock::Kind::kToolCall) continue;
         auto args = nlohmann::json::parse(b.arguments_json, nullptr, false);
-        Call c{b.tool_name, "", e.id};
+        Call c{b.tool_name, "", std::string(e.id)};
         if (args.is_object()) {
           const char* k = b.tool_name == "bash" ? "command" : "path";
           if (args.contains(k) && args[k].is_string()) c.key = args[k].get<std::string>();
@@ -246,7 +246,7 @@ FactFile ExtractFacts(const Session& session) {
       }
     } else if (m.role == Role::kBashExecution && !m.exclude_from_context) {
       int code = m.exit_code ? static_cast<int>(*m.exit_code) : 0;
-      note_command(m.command, code, e.id);
+      note_command(m.command, code, std::string(e.id));
     }
   }
 

@@ -144,7 +144,7 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   std::map<std::string, size_t> position;
   if (auto leaf = session.Leaf()) {
     const std::vector<size_t> path = session.PathTo(*leaf);
-    for (size_t i = 0; i < path.size(); ++i) position[session.entry(path[i]).id] = i;
+    for (size_t i = 0; i < path.size(); ++i) position[std::string(session.entry(path[i]).id)] = i;
   }
   std::optional<size_t> kept_at;
   if (!first_kept.empty() && position.count(first_kept)) kept_at = position[first_kept];

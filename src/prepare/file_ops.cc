@@ -1,10 +1,16 @@
 #include "compactor/file_ops.h"
 
 #include <simdjson.h>
+#include <string.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "prepare/file_ops_internal.h"
 
 namespace compactor {
 namespace {
@@ -126,29 +132,114 @@ void ExtractFileOps(const Message& message, FileOps& ops) {
 }
 
 void ExtractFileOpsFromJson(std::string_view message_json, FileOps& ops) {
-  // Most messages call no tool: skip them without parsing.
-  if (message_json.find("\"toolCall\"") == std::string_view::npos) return;
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element m;
-  if (parser.parse(message_json.data(), message_json.size(), true).get(m)) return;
-  std::string_view role;
-  if (m["role"].get(role) || role != "assistant") return;
-  simdjson::dom::array content;
-  if (m["content"].get(content)) return;
-  for (simdjson::dom::element block : content) {
-    std::string_view type, name, path;
-    if (block["type"].get(type) || type != "toolCall") continue;
-    if (block["name"].get(name) || !IsFileTool(name)) continue;
-    if (block["arguments"]["path"].get(path) || path.empty()) continue;
-    if (name == "read") {
-      ops.read.emplace(path);
-    } else if (name == "write") {
-      ops.written.emplace(path);
+  // Most messages call no tool: skip them without parsing. memmem rather than
+  // string_view::find, which stops at every '"' of the message.
+  static constexpr std::string_view kNeedle = "\"toolCall\"";
+  if (memmem(message_json.data(), message_json.size(), kNeedle.data(), kNeedle.size()) == nullptr)
+    return;
+  internal::ExtractFileOpsFromToolCallJson(message_json, ops);
+}
+
+namespace internal {
+
+void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops) {
+  // One forward pass with simdjson On-Demand (no DOM of the long thinking and
+  // text blocks). Lookups take the first occurrence of a key, as the DOM
+  // lookups this replaces did; paths are committed once the message's first
+  // "role" is known to be "assistant".
+  thread_local simdjson::ondemand::parser parser;
+  thread_local simdjson::padded_string buffer;
+  if (buffer.size() < message_json.size())
+    buffer = simdjson::padded_string(message_json.size() * 2 + 64);
+  std::memcpy(buffer.data(), message_json.data(), message_json.size());
+  simdjson::ondemand::document doc;
+  if (parser.iterate(buffer.data(), message_json.size(), buffer.size() + simdjson::SIMDJSON_PADDING)
+          .get(doc))
+    return;
+  simdjson::ondemand::object m;
+  if (doc.get_object().get(m)) return;
+  struct Op {
+    char kind;
+    std::string path;
+  };
+  std::vector<Op> found;
+  bool seen_role = false, seen_content = false, assistant = false;
+  for (auto field_result : m) {
+    simdjson::ondemand::field field;
+    std::string_view key;
+    if (std::move(field_result).get(field) || field.unescaped_key().get(key)) return;
+    simdjson::ondemand::value v = field.value();
+    if (key == "role" && !seen_role) {
+      seen_role = true;
+      std::string_view role;
+      if (v.get_string().get(role)) return;
+      assistant = role == "assistant";
+      if (!assistant) return;
+    } else if (key == "content" && !seen_content) {
+      seen_content = true;
+      simdjson::ondemand::array content;
+      if (v.get_array().get(content)) return;
+      for (auto item_result : content) {
+        simdjson::ondemand::value item;
+        if (std::move(item_result).get(item)) return;
+        simdjson::ondemand::json_type t;
+        if (item.type().get(t)) return;
+        if (t != simdjson::ondemand::json_type::object) continue;
+        simdjson::ondemand::object block;
+        if (item.get_object().get(block)) return;
+        bool seen_type = false, seen_name = false, seen_args = false, is_call = false;
+        std::string name;
+        std::optional<std::string> path;
+        for (auto bf_result : block) {
+          simdjson::ondemand::field bf;
+          std::string_view bk;
+          if (std::move(bf_result).get(bf) || bf.unescaped_key().get(bk)) return;
+          simdjson::ondemand::value bv = bf.value();
+          if (bk == "type" && !seen_type) {
+            seen_type = true;
+            std::string_view type;
+            is_call = !bv.get_string().get(type) && type == "toolCall";
+          } else if (bk == "name" && !seen_name) {
+            seen_name = true;
+            std::string_view n;
+            if (!bv.get_string().get(n)) name.assign(n);
+          } else if (bk == "arguments" && !seen_args) {
+            seen_args = true;
+            simdjson::ondemand::json_type at;
+            if (bv.type().get(at)) return;
+            if (at != simdjson::ondemand::json_type::object) continue;
+            simdjson::ondemand::object args;
+            if (bv.get_object().get(args)) return;
+            for (auto af_result : args) {
+              simdjson::ondemand::field af;
+              std::string_view ak;
+              if (std::move(af_result).get(af) || af.unescaped_key().get(ak)) return;
+              if (ak != "path") continue;
+              simdjson::ondemand::value pv = af.value();
+              std::string_view p;
+              if (!pv.get_string().get(p)) path.emplace(p);
+              break;  // only the first "path" counts
+            }
+          }
+        }
+        if (!is_call || !IsFileTool(name) || !path || path->empty()) continue;
+        found.push_back({name[0], std::move(*path)});
+      }
+    }
+  }
+  if (!assistant) return;
+  for (Op& op : found) {
+    if (op.kind == 'r') {
+      ops.read.insert(std::move(op.path));
+    } else if (op.kind == 'w') {
+      ops.written.insert(std::move(op.path));
     } else {
-      ops.edited.emplace(path);
+      ops.edited.insert(std::move(op.path));
     }
   }
 }
+
+}  // namespace internal
 
 void SeedFileOpsFromDetails(std::string_view details_json, FileOps& ops) {
   Json d = ParseOrNull(details_json);

@@ -2,37 +2,46 @@
 // with Compactor's fixes and keep policies.
 #include "compactor/prepare.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <initializer_list>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
+
+#include "prepare/file_ops_internal.h"
 
 namespace compactor {
 namespace {
 
-// Maps entry indices to their message in the rebuilt context.
+// Maps entry indices to their message in the rebuilt context (a flat array
+// over entry indices: a long history has tens of thousands).
 class ContextIndex {
  public:
   explicit ContextIndex(const SessionContext& context) : context_(context) {
-    by_entry_.reserve(context.messages.size());
+    size_t n = 0;
+    for (const ContextMessage& m : context.messages) n = std::max(n, m.entry_index + 1);
+    position_.assign(n, -1);
     for (size_t i = 0; i < context.messages.size(); ++i) {
       // A compaction's summary is emitted first and carries the compaction's
       // entry index; it never stands for a path entry in a summarized range.
       if (context.messages[i].role == Role::kCompactionSummary) continue;
-      by_entry_.emplace(context.messages[i].entry_index, i);
+      long& p = position_[context.messages[i].entry_index];
+      if (p < 0) p = static_cast<long>(i);  // the first message of an entry
     }
   }
   const ContextMessage* Find(size_t entry_index) const {
-    auto it = by_entry_.find(entry_index);
-    return it == by_entry_.end() ? nullptr : &context_.messages[it->second];
+    long p = Position(entry_index);
+    return p < 0 ? nullptr : &context_.messages[static_cast<size_t>(p)];
   }
   // Position of the entry's message in the context, or -1.
   long Position(size_t entry_index) const {
-    auto it = by_entry_.find(entry_index);
-    return it == by_entry_.end() ? -1 : static_cast<long>(it->second);
+    return entry_index < position_.size() ? position_[entry_index] : -1;
   }
 
  private:
   const SessionContext& context_;
-  std::unordered_map<size_t, size_t> by_entry_;
+  std::vector<long> position_;
 };
 
 // pi's getMessageFromEntryForCompaction: the message an entry contributes to a
@@ -64,6 +73,66 @@ std::optional<ContextMessage> MessageFor(const Session& session, const ContextIn
     default:
       return std::nullopt;
   }
+}
+
+// The number of tool-call blocks the loader counted in this stored message,
+// or -1 when it did not measure it.
+int64_t KnownToolCallBlocks(const Session& session, const ContextMessage& m) {
+  if (!m.owned.empty() || m.entry_index >= session.size()) return -1;
+  const Entry& e = session.entry(m.entry_index);
+  if (m.stored.data() != session.MessageJson(m.entry_index).data()) return -1;
+  return e.tool_call_blocks;
+}
+
+// The file operations of the assistant messages in `lists`. Sets, so the
+// order messages are read in does not matter: a long history is split
+// between two threads.
+void CollectFileOps(const Session& session,
+                    std::initializer_list<const std::vector<ContextMessage>*> lists, FileOps& ops) {
+  struct Job {
+    std::string_view json;
+    bool known_tool_calls;  // the index counted tool-call blocks: no pre-filter
+  };
+  std::vector<Job> jobs;
+  size_t bytes = 0;
+  for (const auto* list : lists) {
+    for (const ContextMessage& m : *list) {
+      if (m.role != Role::kAssistant) continue;
+      int64_t blocks = KnownToolCallBlocks(session, m);
+      if (blocks == 0) continue;
+      jobs.push_back({m.json(), blocks > 0});
+      bytes += m.json().size();
+    }
+  }
+  auto run = [&jobs](size_t from, size_t to, FileOps& out) {
+    for (size_t i = from; i < to; ++i) {
+      if (jobs[i].known_tool_calls) {
+        internal::ExtractFileOpsFromToolCallJson(jobs[i].json, out);
+      } else {
+        ExtractFileOpsFromJson(jobs[i].json, out);
+      }
+    }
+  };
+  constexpr size_t kParallelBytes = 8u << 20;
+  if (bytes < kParallelBytes || std::thread::hardware_concurrency() < 2) {
+    run(0, jobs.size(), ops);
+    return;
+  }
+  // Split by bytes, not by count: tool-call messages vary a lot in size.
+  size_t half = 0, acc = 0;
+  while (half < jobs.size() && acc < bytes / 2) acc += jobs[half++].json.size();
+  FileOps second;
+  std::thread worker;
+  try {
+    worker = std::thread([&] { run(half, jobs.size(), second); });
+  } catch (const std::system_error&) {
+    run(half, jobs.size(), second);  // no thread to be had
+  }
+  run(0, half, ops);
+  if (worker.joinable()) worker.join();
+  ops.read.merge(second.read);
+  ops.written.merge(second.written);
+  ops.edited.merge(second.edited);
 }
 
 CutPoint SelectCut(std::span<const CutEntry> cut_entries, size_t start, size_t end,
@@ -103,9 +172,10 @@ std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<s
     if (pos >= 0 && static_cast<size_t>(pos) < context_estimates->size()) {
       c.tokens = (*context_estimates)[static_cast<size_t>(pos)];
     } else if (e.type == EntryType::kMessage) {
-      c.tokens = counter.Message(session.MessageJson(path[i]));
+      c.tokens = EntryMessageTokens(session, path[i], counter);
     } else if (e.type == EntryType::kCustomMessage || e.type == EntryType::kBranchSummary) {
-      if (const ContextMessage* m = index.Find(path[i])) c.tokens = counter.Message(m->json());
+      if (const ContextMessage* m = index.Find(path[i]))
+        c.tokens = ContextMessageTokens(session, *m, counter);
     }
   }
   return out;
@@ -130,7 +200,7 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   }
   PrepareResult result;
   result.context = std::move(context);
-  result.estimate = EstimateContextTokens(result.context.messages, counter);
+  result.estimate = EstimateContextTokens(session, result.context.messages, counter);
   const std::vector<size_t>& path = result.context.path;
 
   if (path.empty()) {
@@ -161,7 +231,7 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
     size_t prev_entry = path[*prev];
     prep.previous_compaction_entry_index = prev_entry;
     prep.previous_summary = session.StringField(prev_entry, "summary");
-    const std::string& kept_id = session.entry(prev_entry).first_kept_entry_id;
+    std::string_view kept_id = session.entry(prev_entry).first_kept_entry_id;
     boundary = *prev + 1;
     for (size_t i = 0; i < path.size(); ++i) {
       if (session.entry(path[i]).id == kept_id) {
@@ -221,11 +291,7 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   if (prev && !session.entry(path[*prev]).from_hook) {
     SeedFileOpsFromDetails(session.FieldJson(path[*prev], "details"), prep.file_ops);
   }
-  for (const auto* list : {&prep.messages_to_summarize, &prep.turn_prefix_messages}) {
-    for (const ContextMessage& m : *list) {
-      if (m.role == Role::kAssistant) ExtractFileOpsFromJson(m.json(), prep.file_ops);
-    }
-  }
+  CollectFileOps(session, {&prep.messages_to_summarize, &prep.turn_prefix_messages}, prep.file_ops);
   prep.file_lists = ComputeFileLists(prep.file_ops);
   result.preparation = std::move(prep);
   return result;

@@ -2,21 +2,14 @@
 // can poll the cancellation flag every 20 ms: libcurl calls the progress
 // callback only about once a second while a server is silent, which is too
 // slow for prompt cancellation, so the flag is checked in both places.
-#include <curl/curl.h>
-
 #include <cctype>
 #include <chrono>
-#include <mutex>
 
 #include "compactor/providers.h"
+#include "providers/curl_api.h"
 
 namespace compactor {
 namespace {
-
-void EnsureGlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 struct TransferState {
   const HttpRequest* request = nullptr;
@@ -67,22 +60,25 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 struct EasyDeleter {
-  void operator()(CURL* h) const { curl_easy_cleanup(h); }
+  const internal::CurlApi* api;
+  void operator()(CURL* h) const { api->easy_cleanup(h); }
 };
 struct MultiDeleter {
-  void operator()(CURLM* h) const { curl_multi_cleanup(h); }
+  const internal::CurlApi* api;
+  void operator()(CURLM* h) const { api->multi_cleanup(h); }
 };
 struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+  const internal::CurlApi* api;
+  void operator()(curl_slist* l) const { api->slist_free_all(l); }
 };
 
 class CurlTransport : public HttpTransport {
  public:
   Result<HttpResponse> Send(const HttpRequest& request) override {
-    EnsureGlobalInit();
+    ASSIGN_OR_RETURN(const internal::CurlApi* api, internal::Curl());
     if (request.Cancelled()) return Status::Cancelled("request cancelled");
-    std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
-    std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
+    std::unique_ptr<CURL, EasyDeleter> easy(api->easy_init(), EasyDeleter{api});
+    std::unique_ptr<CURLM, MultiDeleter> multi(api->multi_init(), MultiDeleter{api});
     if (!easy || !multi) return Status::Internal("curl: cannot create a handle");
 
     HttpResponse response;
@@ -91,61 +87,61 @@ class CurlTransport : public HttpTransport {
 
     curl_slist* raw_headers = nullptr;
     for (const auto& [name, value] : request.headers) {
-      raw_headers = curl_slist_append(raw_headers, (name + ": " + value).c_str());
+      raw_headers = api->slist_append(raw_headers, (name + ": " + value).c_str());
     }
     // No "Expect: 100-continue" round trip for large bodies.
-    raw_headers = curl_slist_append(raw_headers, "Expect:");
-    std::unique_ptr<curl_slist, SlistDeleter> headers(raw_headers);
+    raw_headers = api->slist_append(raw_headers, "Expect:");
+    std::unique_ptr<curl_slist, SlistDeleter> headers(raw_headers, SlistDeleter{api});
 
     CURL* h = easy.get();
-    curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    api->easy_setopt(h, CURLOPT_URL, request.url.c_str());
+    api->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    api->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    api->easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
     if (request.method == "POST") {
-      curl_easy_setopt(h, CURLOPT_POST, 1L);
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+      api->easy_setopt(h, CURLOPT_POST, 1L);
+      api->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
                        static_cast<curl_off_t>(request.body.size()));
-      curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
+      api->easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
     } else if (request.method != "GET") {
-      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+      api->easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     }
-    if (request.timeout_ms > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, long(request.timeout_ms));
+    if (request.timeout_ms > 0) api->easy_setopt(h, CURLOPT_TIMEOUT_MS, long(request.timeout_ms));
     if (request.connect_timeout_ms > 0) {
-      curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(request.connect_timeout_ms));
+      api->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(request.connect_timeout_ms));
     }
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &st);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &OnProgress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // whatever this libcurl decodes
+    api->easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
+    api->easy_setopt(h, CURLOPT_WRITEDATA, &st);
+    api->easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
+    api->easy_setopt(h, CURLOPT_HEADERDATA, &st);
+    api->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    api->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+    api->easy_setopt(h, CURLOPT_XFERINFODATA, &st);
+    api->easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // whatever this libcurl decodes
 
-    curl_multi_add_handle(multi.get(), h);
+    api->multi_add_handle(multi.get(), h);
     bool cancelled = false;
     int running = 1;
     while (running > 0) {
-      CURLMcode mc = curl_multi_perform(multi.get(), &running);
+      CURLMcode mc = api->multi_perform(multi.get(), &running);
       if (mc != CURLM_OK) break;
       if (running == 0) break;
       if (request.Cancelled()) {
         cancelled = true;
         break;
       }
-      curl_multi_poll(multi.get(), nullptr, 0, 20, nullptr);
+      api->multi_poll(multi.get(), nullptr, 0, 20, nullptr);
     }
     CURLcode rc = CURLE_OK;
     bool finished = false;
     int queued = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued)) {
+    while (CURLMsg* msg = api->multi_info_read(multi.get(), &queued)) {
       if (msg->msg == CURLMSG_DONE && msg->easy_handle == h) {
         rc = msg->data.result;
         finished = true;
       }
     }
-    curl_multi_remove_handle(multi.get(), h);
+    api->multi_remove_handle(multi.get(), h);
 
     if (cancelled || rc == CURLE_ABORTED_BY_CALLBACK || request.Cancelled()) {
       return Status::Cancelled("request cancelled");
@@ -156,14 +152,14 @@ class CurlTransport : public HttpTransport {
     }
     if (rc == CURLE_OPERATION_TIMEDOUT) {
       return Status::Unavailable("request to " + HostOf(request.url) + " timed out (" +
-                                 std::string(errbuf[0] ? errbuf : curl_easy_strerror(rc)) + ")");
+                                 std::string(errbuf[0] ? errbuf : api->easy_strerror(rc)) + ")");
     }
     if (rc != CURLE_OK) {
       return Status::Unavailable("request to " + HostOf(request.url) + " failed: " +
-                                 std::string(errbuf[0] ? errbuf : curl_easy_strerror(rc)));
+                                 std::string(errbuf[0] ? errbuf : api->easy_strerror(rc)));
     }
     long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    api->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     response.status = static_cast<int>(status);
     return response;
   }

@@ -57,7 +57,8 @@ Result<std::string> ApplyRewrite(const Session& session, const RewritePlan& plan
                                      " beyond the session's " + std::to_string(session.size()));
     const Entry& e = session.entry(r.entry_index);
     if (e.type != EntryType::kMessage || e.role != Role::kToolResult)
-      return Status::InvalidArgument("plan names entry " + e.id + ", which is not a tool result");
+      return Status::InvalidArgument("plan names entry " + std::string(e.id) +
+                                     ", which is not a tool result");
     by_entry[r.entry_index] = &r;
   }
 

@@ -3,13 +3,19 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "compactor/js_json.h"
+#include "tokens/estimate_internal.h"
 #include "util/file.h"
 #include "util/json_scan.h"
 #include "util/utf8.h"
@@ -61,6 +67,8 @@ EntryType EntryTypeFromName(std::string_view n) {
 // resident memory does not grow with the file (the bytes stay readable).
 constexpr size_t kReleaseThreshold = 32u << 20;
 constexpr size_t kReleaseChunk = 8u << 20;
+// Files from this size are indexed by two threads (LoadOptions::threads).
+constexpr size_t kParallelThreshold = 16u << 20;
 
 std::string_view TrimRight(std::string_view s) {
   while (!s.empty() &&
@@ -96,15 +104,98 @@ struct Session::Impl {
     uint32_t msg_off = 0, msg_len = 0;  // "message" value inside `line`
   };
   std::vector<Span> spans;
-  std::deque<std::string> side;  // owned text for sanitized lines and migrated messages
+  // The entries' strings, packed: ids and parent ids are hashed and compared
+  // on every walk, and the file's pages are handed back while it is read
+  // (kReleaseThreshold), so views into the file would fault them back in.
+  struct Arena {
+    std::vector<std::unique_ptr<char[]>> blocks;
+    char* next = nullptr;
+    size_t left = 0;
+    std::string_view Add(std::string_view s) {
+      if (s.size() > left) {
+        const size_t n = std::max<size_t>(s.size(), 256u << 10);
+        blocks.push_back(std::make_unique_for_overwrite<char[]>(n));
+        next = blocks.back().get();
+        left = n;
+      }
+      std::memcpy(next, s.data(), s.size());
+      std::string_view out(next, s.size());
+      next += s.size();
+      left -= s.size();
+      return out;
+    }
+  };
+  // Text the entries point into, one per thread that parsed lines.
+  struct Storage {
+    Arena strings;
+    // Sanitized lines, copies of the last lines, migrated messages. A deque:
+    // what it holds never moves.
+    std::deque<std::string> side;
+    std::string_view Keep(std::string_view text) { return strings.Add(text); }
+  };
+  std::vector<std::unique_ptr<Storage>> storage;
   std::unordered_map<size_t, std::string_view> migrated_messages;
-  std::unordered_map<std::string_view, size_t> by_id;
+  // Entry index by id: open addressing over the entries' own id views (one
+  // array, no node per entry); with duplicates the later entry wins.
+  class IdIndex {
+   public:
+    static constexpr size_t kNone = SIZE_MAX;
+    void Build(const std::vector<Entry>& entries) {
+      entries_ = &entries;
+      size_t cap = 16;
+      while (cap < entries.size() * 2) cap <<= 1;
+      slots_.assign(cap, kEmpty);
+      mask_ = cap - 1;
+    }
+    // Index of the entry with this id, or kNone.
+    size_t Find(std::string_view id) const {
+      if (slots_.empty()) return kNone;
+      for (size_t s = Hash(id) & mask_;; s = (s + 1) & mask_) {
+        uint32_t v = slots_[s];
+        if (v == kEmpty) return kNone;
+        if ((*entries_)[v].id == id) return v;
+      }
+    }
+    // Maps entry `i`'s id to it; returns the index it replaced, or kNone.
+    size_t Insert(size_t i) {
+      std::string_view id = (*entries_)[i].id;
+      for (size_t s = Hash(id) & mask_;; s = (s + 1) & mask_) {
+        uint32_t v = slots_[s];
+        if (v == kEmpty) {
+          slots_[s] = static_cast<uint32_t>(i);
+          return kNone;
+        }
+        if ((*entries_)[v].id == id) {
+          slots_[s] = static_cast<uint32_t>(i);
+          return v;
+        }
+      }
+    }
+
+   private:
+    static constexpr uint32_t kEmpty = UINT32_MAX;
+    static size_t Hash(std::string_view s) {
+      uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then a final mix
+      for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+      h ^= h >> 32;
+      h *= 0xd6e8feb86659fd93ull;
+      h ^= h >> 32;
+      return static_cast<size_t>(h);
+    }
+    const std::vector<Entry>* entries_ = nullptr;
+    std::vector<uint32_t> slots_;
+    size_t mask_ = 0;
+  } by_id;
   std::unordered_map<std::string, std::string> labels;
   std::optional<std::string> name;
   bool migrated = false;
   bool v1_ids = false;  // ids and parentIds were assigned by the v1 migration
   std::vector<LoadWarning> warnings;
   LoadOptions options;
+
+  // A string value (unescaped) kept in `st`. False, leaving `out` alone, for a
+  // non-string.
+  static bool View(Storage& st, simdjson::ondemand::value v, std::string_view* out);
 
   void Warn(uint32_t line, std::string message) {
     LoadWarning w{path, line, std::move(message)};
@@ -121,7 +212,29 @@ struct Session::Impl {
     std::string cwd, parent_session;
   };
   bool ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span, HeaderFields* hf,
-                 bool* is_header, std::string* error, simdjson::ondemand::parser& parser);
+                 bool* is_header, std::string* error, simdjson::ondemand::parser& parser,
+                 Storage& st);
+  // A range of whole lines indexed by one thread. Warnings and the first
+  // fatal error are kept with line numbers relative to the range and reported
+  // in file order once every range is done.
+  struct Chunk {
+    size_t begin = 0, end = 0;
+    bool first = false;  // starts the file: holds the header
+    Storage* storage = nullptr;
+    std::vector<Entry> entries;
+    std::vector<Span> spans;
+    std::vector<std::pair<uint32_t, std::string>> warnings;
+    uint32_t lines = 0;
+    bool have_header = false;
+    bool failed = false;
+    uint32_t fail_line = 0;  // 0: the message names no line
+    std::string fail_message;
+    HeaderFields header_fields;
+    Entry header_entry;
+    uint32_t header_line = 0;
+    std::string_view header_raw;
+  };
+  void ParseChunk(Chunk& c);
   void Migrate();
   void Index();
 };
@@ -134,6 +247,17 @@ bool GetString(simdjson::ondemand::value v, std::string* out) {
   out->assign(sv);
   return true;
 }
+
+}  // namespace
+
+bool Session::Impl::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
+  std::string_view unescaped;
+  if (v.get_string().get(unescaped)) return false;
+  *out = st.Keep(unescaped);
+  return true;
+}
+
+namespace {
 
 // JavaScript truthiness of a value (what `if (entry.summary)` sees).
 bool JsTruthy(simdjson::ondemand::value v) {
@@ -169,15 +293,18 @@ bool GetNumber(simdjson::ondemand::value v, double* out) {
 
 bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
                               HeaderFields* hf, bool* is_header, std::string* error,
-                              simdjson::ondemand::parser& parser) {
-  thread_local simdjson::padded_string scratch;
+                              simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::padded_string_view view;
   if (padded_ok) {
     view = simdjson::padded_string_view(line.data(), line.size(),
                                         line.size() + simdjson::SIMDJSON_PADDING);
   } else {
-    scratch = simdjson::padded_string(line);
-    view = scratch;
+    // Too close to the end of the buffer to read past it: parse a padded copy,
+    // which the entry's views then point into.
+    std::string& copy = st.side.emplace_back(line);
+    copy.reserve(copy.size() + simdjson::SIMDJSON_PADDING);
+    line = copy;
+    view = simdjson::padded_string_view(copy.data(), copy.size(), copy.capacity());
   }
   simdjson::ondemand::document doc;
   if (auto err = parser.iterate(view).get(doc)) {
@@ -205,13 +332,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     }
     simdjson::ondemand::value v = field.value();
     if (key == "type") {
-      has_type = GetString(v, &e->type_name);
+      has_type = View(st, v, &e->type_name);
     } else if (key == "id") {
-      GetString(v, &e->id);
+      View(st, v, &e->id);
     } else if (key == "parentId") {
-      GetString(v, &e->parent_id);  // null and non-strings read as "" (root)
+      View(st, v, &e->parent_id);  // null and non-strings read as "" (root)
     } else if (key == "timestamp") {
-      if (!GetString(v, &e->timestamp)) {
+      if (!View(st, v, &e->timestamp)) {
         // new Date(number) keeps the number (truncated to whole ms).
         double d = 0;
         if (GetNumber(v, &d)) hf->numeric_timestamp = std::trunc(d);
@@ -237,13 +364,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         if (mf.unescaped_key().get(mk)) continue;
         simdjson::ondemand::value mv = mf.value();
         if (mk == "role") {
-          GetString(mv, &e->role_name);
+          View(st, mv, &e->role_name);
         } else if (mk == "provider") {
-          e->has_provider = GetString(mv, &e->provider);
+          e->has_provider = View(st, mv, &e->provider);
         } else if (mk == "model") {
-          e->has_model = GetString(mv, &e->model);
+          e->has_model = View(st, mv, &e->model);
         } else if (mk == "stopReason") {
-          GetString(mv, &e->stop_reason);
+          View(st, mv, &e->stop_reason);
         } else if (mk == "usage") {
           simdjson::ondemand::object u;
           if (mv.get_object().get(u)) continue;
@@ -278,13 +405,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
       span->msg_off = static_cast<uint32_t>(msg.data() - view.data());
       span->msg_len = static_cast<uint32_t>(msg.size());
     } else if (key == "thinkingLevel") {
-      e->has_thinking_level = GetString(v, &e->thinking_level);
+      e->has_thinking_level = View(st, v, &e->thinking_level);
     } else if (key == "provider") {
-      e->has_provider = GetString(v, &e->provider);
+      e->has_provider = View(st, v, &e->provider);
     } else if (key == "modelId") {
-      e->has_model = GetString(v, &e->model);
+      e->has_model = View(st, v, &e->model);
     } else if (key == "firstKeptEntryId") {
-      GetString(v, &e->first_kept_entry_id);
+      View(st, v, &e->first_kept_entry_id);
     } else if (key == "firstKeptEntryIndex") {
       GetNumber(v, &first_kept_index);
     } else if (key == "tokensBefore") {
@@ -292,13 +419,13 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     } else if (key == "summary") {
       e->summary_empty = !JsTruthy(v);
     } else if (key == "fromId") {
-      GetString(v, &e->from_id);
+      View(st, v, &e->from_id);
     } else if (key == "targetId") {
-      GetString(v, &e->target_id);
+      View(st, v, &e->target_id);
     } else if (key == "label") {
-      e->has_label = GetString(v, &e->label);
+      e->has_label = View(st, v, &e->label);
     } else if (key == "name") {
-      GetString(v, &e->name);
+      View(st, v, &e->name);
     } else if (key == "fromHook") {
       bool b = false;
       if (!v.get_bool().get(b)) e->from_hook = b;
@@ -317,38 +444,79 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   *is_header = e->type_name == "session";
   e->type = EntryTypeFromName(e->type_name);
   if (e->type == EntryType::kMessage) e->role = RoleFromName(e->role_name);
+  if (options.estimate_messages && e->type == EntryType::kMessage && span->msg_len != 0) {
+    // Second walk over the same structural index (no second parse): find the
+    // message object recorded above (the last "message" key, as JSON.parse
+    // keeps) and measure it. Any trouble leaves the estimate to later.
+    const char* msg_start = view.data() + span->msg_off;
+    doc.rewind();
+    simdjson::ondemand::object top;
+    if (!doc.get_object().get(top)) {
+      for (auto field_result : top) {
+        simdjson::ondemand::field field;
+        std::string_view key;
+        if (std::move(field_result).get(field) || field.unescaped_key().get(key)) break;
+        if (key != "message") continue;
+        simdjson::ondemand::value v = field.value();
+        if (v.raw_json_token().data() != msg_start) continue;
+        simdjson::ondemand::object m;
+        internal::MessageMeasure measure;
+        if (!v.get_object().get(m) && internal::MeasureMessageObject(m, &measure)) {
+          e->estimate = measure.tokens;
+          e->tool_call_blocks =
+              static_cast<int32_t>(std::min<int64_t>(measure.tool_call_blocks, INT32_MAX));
+        }
+        break;
+      }
+    }
+  }
   // v1 compactions point at a line index; Migrate() turns it into an id.
   if (first_kept_index >= 0 && e->first_kept_entry_id.empty())
-    e->first_kept_entry_id = "#" + JsNumber(first_kept_index);
+    e->first_kept_entry_id = st.Keep("#" + JsNumber(first_kept_index));
   span->line = line;
   return true;
 }
 
-Status Session::Impl::Load() {
+void Session::Impl::ParseChunk(Chunk& c) {
   simdjson::ondemand::parser parser;
+  Storage& st = *c.storage;
   // Reserve for short lines (real entries average over 1 KB): the index never
   // moves while it grows, and untouched reserved pages cost no memory.
-  const size_t guess = std::min<size_t>(size / 512 + 16, size_t{1} << 20);
-  entries.reserve(guess);
-  spans.reserve(guess);
-  size_t pos = 0;
-  uint32_t line_no = 0;
-  bool have_header = false;
-  size_t released = 0;
-  size_t last_progress = 0;
-  const bool release = size > kReleaseThreshold;
+  const size_t guess = std::min<size_t>((c.end - c.begin) / 512 + 16, size_t{1} << 20);
+  c.entries.reserve(guess);
+  c.spans.reserve(guess);
+  size_t pos = c.begin;
+  uint32_t line_no = 0;  // relative to the chunk
+  bool& have_header = c.have_header;
+  have_header = !c.first;
+  size_t released = c.begin;
+  size_t last_progress = c.begin;
+  // Callers that measure messages will read them again (file operations,
+  // usage): keep the pages then rather than fault them back in.
+  const bool release = size > kReleaseThreshold && !options.estimate_messages;
+  auto warn = [&c](uint32_t line, std::string message) {
+    c.warnings.emplace_back(line, std::move(message));
+  };
+  auto fail = [&c](uint32_t line, std::string message) {
+    c.failed = true;
+    c.fail_line = line;
+    c.fail_message = std::move(message);
+  };
   // JavaScript's trim() drops a leading byte order mark before pi splits lines.
-  if (size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) pos = 3;
-  while (pos < size) {
-    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', size - pos));
-    size_t end = nl ? static_cast<size_t>(nl - data) : size;
+  if (c.first && size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) pos = 3;
+  while (pos < c.end) {
+    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', c.end - pos));
+    size_t end = nl ? static_cast<size_t>(nl - data) : c.end;
     ++line_no;
     std::string_view line(data + pos, end - pos);
     const bool last_line = nl == nullptr || end + 1 >= size;
     const bool torn = nl == nullptr;
     pos = end + 1;
-    if (options.on_progress && pos - last_progress > kReleaseChunk) {
-      options.on_progress(pos, size);
+    if (c.first && options.on_progress && pos - last_progress > kReleaseChunk) {
+      // The first range is read as fast as the others: scale to the whole file.
+      const double scaled =
+          static_cast<double>(pos) * static_cast<double>(size) / static_cast<double>(c.end);
+      options.on_progress(std::min(size, static_cast<size_t>(scaled)), size);
       last_progress = pos;
     }
     if (release && pos - released > kReleaseChunk) {
@@ -366,68 +534,170 @@ Status Session::Impl::Load() {
         static_cast<size_t>(line.data() - data) + line.size() + simdjson::SIMDJSON_PADDING <=
             size ||
         !owned.empty();
-    bool ok = ParseLine(line, padded_ok, &e, &span, &hf, &is_header, &error, parser);
+    bool ok = ParseLine(line, padded_ok, &e, &span, &hf, &is_header, &error, parser, st);
     if (!ok && error.find("UTF-8") != std::string::npos) {
       // Node decodes invalid bytes as U+FFFD before JSON.parse; do the same.
-      side.push_back(internal::ReplaceInvalidUtf8(line));
-      std::string& fixed = side.back();
+      st.side.push_back(internal::ReplaceInvalidUtf8(line));
+      std::string& fixed = st.side.back();
       fixed.reserve(fixed.size() + simdjson::SIMDJSON_PADDING);
       line = fixed;
       e = Entry();
       span = Span();
       hf = HeaderFields();
-      ok = ParseLine(line, false, &e, &span, &hf, &is_header, &error, parser);
-      if (ok) Warn(line_no, "invalid UTF-8 replaced by U+FFFD");
+      ok = ParseLine(line, false, &e, &span, &hf, &is_header, &error, parser, st);
+      if (ok) warn(line_no, "invalid UTF-8 replaced by U+FFFD");
     }
     if (!ok && !have_header) {
       // Nothing before the header can be skipped safely: this is not a session file.
-      return Status::Corruption(
-          path + ":" + std::to_string(line_no) +
-          ": not a pi session file (the first line is not a JSON header: " + error + ")");
+      return fail(line_no,
+                  "not a pi session file (the first line is not a JSON header: " + error + ")");
     }
     if (!ok) {
       std::string msg = "invalid JSON (" + error + ")";
       if (torn && last_line) {
-        Warn(line_no, msg + " on the last line (a torn write?); line skipped");
+        warn(line_no, msg + " on the last line (a torn write?); line skipped");
         continue;
       }
-      if (options.strict)
-        return Status::Corruption(path + ":" + std::to_string(line_no) + ": " + msg);
-      Warn(line_no, msg + "; line skipped");
+      if (options.strict) return fail(line_no, msg);
+      warn(line_no, msg + "; line skipped");
       continue;
     }
     if (!have_header) {
       if (!is_header || e.id.empty()) {
-        return Status::Corruption(path + ":" + std::to_string(line_no) +
-                                  ": not a pi session file (the first JSON line must be a "
-                                  "{\"type\":\"session\",\"id\":...} header)");
+        return fail(line_no,
+                    "not a pi session file (the first JSON line must be a "
+                    "{\"type\":\"session\",\"id\":...} header)");
       }
       have_header = true;
-      header.version = hf.version < 1 ? 1 : static_cast<int>(hf.version);
-      header.cwd = hf.cwd;
-      header.parent_session = hf.parent_session;
-      header.id = e.id;
-      header.timestamp = e.timestamp;
-      header.line = line_no;
-      header_raw = line;
+      c.header_fields = hf;
+      c.header_entry = e;
+      c.header_line = line_no;
+      c.header_raw = line;
       continue;
     }
     if (is_header) {
-      Warn(line_no, "a second session header; ignored as pi does");
+      warn(line_no, "a second session header; ignored as pi does");
       continue;
     }
     e.line = line_no;
     e.timestamp_ms =
         hf.numeric_timestamp ? *hf.numeric_timestamp : ParseIsoTimestampMs(e.timestamp);
-    entries.push_back(std::move(e));
-    spans.push_back(span);
+    c.entries.push_back(e);
+    c.spans.push_back(span);
   }
-  if (!have_header) {
-    if (size == 0 || IsBlank(std::string_view(data, size)))
-      return Status::Corruption(path + ":1: empty file, not a pi session");
-    return Status::Corruption(path + ": no session header found");
+  c.lines = line_no;
+}
+
+Status Session::Impl::Load() {
+  // Large files are indexed by two threads, each over about half of the
+  // lines (split after a newline); results are joined in file order, so
+  // entries, warnings and errors are those of a single pass.
+  int threads = options.threads;
+  if (threads <= 0) {
+    threads = size >= kParallelThreshold && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
   }
-  if (release) file.Release(0, size);
+  std::vector<Chunk> chunks(1);
+  chunks[0].first = true;
+  chunks[0].begin = 0;
+  chunks[0].end = size;
+  for (int k = 1; k < threads; ++k) {
+    Chunk& prev = chunks.back();
+    size_t cut = prev.begin + (size - prev.begin) / static_cast<size_t>(threads - k + 1);
+    const char* nl =
+        cut < size ? static_cast<const char*>(std::memchr(data + cut, '\n', size - cut)) : nullptr;
+    if (nl == nullptr || static_cast<size_t>(nl - data) + 1 >= size) break;
+    size_t split = static_cast<size_t>(nl - data) + 1;
+    if (split <= prev.begin + 3) break;  // keep the byte order mark with the header
+    prev.end = split;
+    Chunk next;
+    next.begin = split;
+    next.end = size;
+    chunks.push_back(std::move(next));
+  }
+  for (Chunk& c : chunks) {
+    storage.push_back(std::make_unique<Storage>());
+    c.storage = storage.back().get();
+  }
+  if (chunks.size() == 1) {
+    ParseChunk(chunks[0]);
+  } else {
+    std::vector<std::string> crashed(chunks.size());
+    auto run = [this, &chunks, &crashed](size_t k) {
+      try {
+        ParseChunk(chunks[k]);
+      } catch (const std::exception& ex) {
+        crashed[k] = ex.what();
+      } catch (...) {
+        crashed[k] = "unknown exception";
+      }
+    };
+    std::vector<std::thread> workers;
+    std::vector<size_t> here = {0};
+    for (size_t k = 1; k < chunks.size(); ++k) {
+      try {
+        workers.emplace_back(run, k);
+      } catch (const std::system_error&) {
+        here.push_back(k);  // no thread to be had: read this range here
+      }
+    }
+    for (size_t k : here) run(k);
+    for (std::thread& t : workers) t.join();
+    for (const std::string& why : crashed) {
+      if (!why.empty()) return Status::Internal(path + ": indexing failed: " + why);
+    }
+    if (!chunks[0].failed && !chunks[0].have_header) {
+      // Only blank lines before the split: the header, if any, is further on.
+      // Such a file is no use to split; read it in one pass.
+      storage.clear();
+      chunks.resize(1);
+      chunks[0] = Chunk();
+      chunks[0].first = true;
+      chunks[0].end = size;
+      storage.push_back(std::make_unique<Storage>());
+      chunks[0].storage = storage.back().get();
+      ParseChunk(chunks[0]);
+    }
+  }
+
+  // Join in file order: warnings up to the first fatal error, then the error.
+  uint32_t base = 0;
+  size_t total = 0;
+  for (const Chunk& c : chunks) total += c.entries.size();
+  entries.reserve(total);
+  spans.reserve(total);
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    Chunk& c = chunks[k];
+    for (auto& [line, message] : c.warnings) Warn(base + line, std::move(message));
+    if (c.failed) {
+      if (c.fail_line == 0) return Status::Corruption(path + ": " + c.fail_message);
+      return Status::Corruption(path + ":" + std::to_string(base + c.fail_line) + ": " +
+                                c.fail_message);
+    }
+    if (k == 0) {
+      if (!c.have_header) {
+        if (size == 0 || IsBlank(std::string_view(data, size)))
+          return Status::Corruption(path + ":1: empty file, not a pi session");
+        return Status::Corruption(path + ": no session header found");
+      }
+      const HeaderFields& hf = c.header_fields;
+      header.version = hf.version < 1 ? 1 : static_cast<int>(hf.version);
+      header.cwd = hf.cwd;
+      header.parent_session = hf.parent_session;
+      header.id = c.header_entry.id;
+      header.timestamp = c.header_entry.timestamp;
+      header.line = c.header_line;
+      header_raw = c.header_raw;
+    }
+    for (Entry& e : c.entries) {
+      e.line += base;
+      entries.push_back(e);
+    }
+    spans.insert(spans.end(), c.spans.begin(), c.spans.end());
+    base += c.lines;
+    std::vector<Entry>().swap(c.entries);
+    std::vector<Span>().swap(c.spans);
+  }
+  if (size > kReleaseThreshold && !options.estimate_messages) file.Release(0, size);
   Migrate();
   Index();
   return Status::Ok();
@@ -438,7 +708,7 @@ void Session::Impl::Migrate() {
     // firstKeptEntryIndex means nothing in a v3 file; pi ignores it.
     for (Entry& e : entries)
       if (!e.first_kept_entry_id.empty() && e.first_kept_entry_id[0] == '#')
-        e.first_kept_entry_id.clear();
+        e.first_kept_entry_id = {};
     return;
   }
   migrated = true;
@@ -449,7 +719,7 @@ void Session::Impl::Migrate() {
     std::unordered_set<std::string> used;
     uint64_t state = 0x9E3779B97F4A7C15ull;
     for (char c : header.id) state = (state ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
-    std::string prev;
+    std::string_view prev;
     for (Entry& e : entries) {
       std::string id;
       do {
@@ -461,7 +731,7 @@ void Session::Impl::Migrate() {
         id = buf;
         state += 0x9E3779B97F4A7C15ull;
       } while (!used.insert(id).second);
-      e.id = id;
+      e.id = storage[0]->Keep(id);
       e.parent_id = prev;
       prev = e.id;
     }
@@ -469,8 +739,8 @@ void Session::Impl::Migrate() {
     for (Entry& e : entries) {
       if (e.type != EntryType::kCompaction) continue;
       if (e.first_kept_entry_id.empty() || e.first_kept_entry_id[0] != '#') continue;
-      double idx = std::strtod(e.first_kept_entry_id.c_str() + 1, nullptr);
-      e.first_kept_entry_id.clear();
+      double idx = std::strtod(std::string(e.first_kept_entry_id.substr(1)).c_str(), nullptr);
+      e.first_kept_entry_id = {};
       if (idx >= 1 && idx == std::floor(idx) && static_cast<size_t>(idx) - 1 < entries.size())
         e.first_kept_entry_id = entries[static_cast<size_t>(idx) - 1].id;
     }
@@ -480,7 +750,10 @@ void Session::Impl::Migrate() {
     if (e.type == EntryType::kMessage && e.role_name == "hookMessage") {
       e.role_name = "custom";
       e.role = Role::kCustom;
+      e.estimate = -1;  // measured under its old role
+      e.tool_call_blocks = -1;
       std::string_view msg = spans[i].line.substr(spans[i].msg_off, spans[i].msg_len);
+      std::deque<std::string>& side = storage[0]->side;
       side.push_back(internal::SetMember(msg, "role", "\"custom\""));
       migrated_messages[i] = side.back();
     }
@@ -488,33 +761,31 @@ void Session::Impl::Migrate() {
 }
 
 void Session::Impl::Index() {
-  by_id.reserve(entries.size() * 2);
+  by_id.Build(entries);
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
     if (e.id.empty()) {
       Warn(e.line, "entry has no id; it cannot be a parent");
       continue;
     }
-    auto [it, inserted] = by_id.try_emplace(e.id, i);
-    if (!inserted) {
-      Warn(e.line, "duplicate entry id \"" + e.id + "\" (first on line " +
-                       std::to_string(entries[it->second].line) +
-                       "); the later entry wins as in pi");
-      it->second = i;
+    size_t replaced = by_id.Insert(i);
+    if (replaced != IdIndex::kNone) {
+      Warn(e.line, "duplicate entry id \"" + std::string(e.id) + "\" (first on line " +
+                       std::to_string(entries[replaced].line) + "); the later entry wins as in pi");
     }
   }
   for (const Entry& e : entries) {
     if (e.type == EntryType::kLabel) {
       if (e.has_label && !e.label.empty()) {
-        labels[e.target_id] = e.label;
+        labels[std::string(e.target_id)] = std::string(e.label);
       } else {
-        labels.erase(e.target_id);
+        labels.erase(std::string(e.target_id));
       }
     } else if (e.type == EntryType::kSessionInfo) {
       if (e.name.empty()) {
         name.reset();
       } else {
-        name = e.name;
+        name = std::string(e.name);
       }
     }
   }
@@ -527,17 +798,17 @@ void Session::Impl::Index() {
     for (;;) {
       if (state[cur] == 2) break;
       if (state[cur] == 1) {
-        Warn(entries[cur].line,
-             "parentId cycle through entry \"" + entries[cur].id + "\"; walks stop there");
+        Warn(entries[cur].line, "parentId cycle through entry \"" + std::string(entries[cur].id) +
+                                    "\"; walks stop there");
         break;
       }
       state[cur] = 1;
       stack.push_back(cur);
       const Entry& e = entries[cur];
       if (e.parent_id.empty() || e.parent_id == e.id) break;
-      auto it = by_id.find(e.parent_id);
-      if (it == by_id.end()) break;
-      cur = it->second;
+      size_t parent = by_id.Find(e.parent_id);
+      if (parent == IdIndex::kNone) break;
+      cur = parent;
     }
     for (size_t s : stack) state[s] = 2;
   }
@@ -583,9 +854,9 @@ const Entry& Session::entry(size_t index) const { return impl_->entries[index]; 
 const std::vector<Entry>& Session::entries() const { return impl_->entries; }
 
 std::optional<size_t> Session::Find(std::string_view id) const {
-  auto it = impl_->by_id.find(id);
-  if (it == impl_->by_id.end()) return std::nullopt;
-  return it->second;
+  size_t i = impl_->by_id.Find(id);
+  if (i == Impl::IdIndex::kNone) return std::nullopt;
+  return i;
 }
 
 std::optional<size_t> Session::Leaf() const {
@@ -609,9 +880,9 @@ std::vector<size_t> Session::PathTo(size_t leaf) const {
     }
     const Entry& e = impl_->entries[cur];
     if (e.parent_id.empty() || e.parent_id == e.id) break;
-    auto it = impl_->by_id.find(e.parent_id);
-    if (it == impl_->by_id.end() || it->second == cur) break;
-    cur = it->second;
+    size_t parent = impl_->by_id.Find(e.parent_id);
+    if (parent == Impl::IdIndex::kNone || parent == cur) break;
+    cur = parent;
   }
   std::reverse(path.begin(), path.end());
   return path;
@@ -622,8 +893,8 @@ std::vector<std::vector<size_t>> Session::Children() const {
   for (size_t i = 0; i < impl_->entries.size(); ++i) {
     const Entry& e = impl_->entries[i];
     if (e.parent_id.empty() || e.parent_id == e.id) continue;
-    auto it = impl_->by_id.find(e.parent_id);
-    if (it != impl_->by_id.end() && it->second != i) children[it->second].push_back(i);
+    size_t parent = impl_->by_id.Find(e.parent_id);
+    if (parent != Impl::IdIndex::kNone && parent != i) children[parent].push_back(i);
   }
   return children;
 }
@@ -632,7 +903,8 @@ std::vector<size_t> Session::Roots() const {
   std::vector<size_t> roots;
   for (size_t i = 0; i < impl_->entries.size(); ++i) {
     const Entry& e = impl_->entries[i];
-    if (e.parent_id.empty() || e.parent_id == e.id || !impl_->by_id.count(e.parent_id))
+    if (e.parent_id.empty() || e.parent_id == e.id ||
+        impl_->by_id.Find(e.parent_id) == Impl::IdIndex::kNone)
       roots.push_back(i);
   }
   return roots;

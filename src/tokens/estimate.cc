@@ -3,10 +3,13 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "compactor/js_json.h"
+#include "tokens/estimate_internal.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -26,6 +29,8 @@ struct Counts {
   int64_t content_string = 0;
   int64_t text = 0, thinking = 0, tool_calls = 0, images = 0;
   int64_t command = 0, output = 0, summary = 0;
+  // Blocks with a "type" key equal to "toolCall" (any of them, if repeated).
+  int64_t tool_call_blocks = 0;
 };
 
 int64_t StringTokenLength(simdjson::ondemand::value v) {
@@ -35,15 +40,230 @@ int64_t StringTokenLength(simdjson::ondemand::value v) {
   return n < 0 ? 0 : n;
 }
 
-void CountBlock(simdjson::ondemand::object block, Counts* c) {
+std::string_view TrimJsonSpace(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Count of bytes below 0x20 (raw control characters, which JSON.stringify would escape).
+int64_t ControlBytes(std::string_view s) {
+  int64_t n = 0;
+  for (unsigned char c : s) n += c < 0x20;
+  return n;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int Hex4(const char* p) {
+  int v = 0;
+  for (int k = 0; k < 4; ++k) {
+    int h = HexDigit(p[k]);
+    if (h < 0) return -1;
+    v = v * 16 + h;
+  }
+  return v;
+}
+
+// JSON.stringify(s).length for the string whose JSON token is `token`, read
+// from the escaped text (no unescaping). -1 for anything the full path would
+// treat differently: malformed escapes, lone surrogates, raw control bytes.
+int64_t CanonicalStringLength(std::string_view token) {
+  token = TrimJsonSpace(token);
+  if (token.size() < 2 || token.front() != '"' || token.back() != '"') return -1;
+  std::string_view body = token.substr(1, token.size() - 2);
+  internal::JsonStringBodyScan scan = internal::ScanJsonStringBody(body);
+  if (scan.controls != 0) return -1;
+  int64_t n = 2 + scan.units;
+  if (!scan.long_runs && scan.u_escapes == 0) {
+    // A run of one backslash at the end escapes the closing quote: malformed.
+    if (body.size() >= 1 && body.back() == '\\' &&
+        (body.size() < 2 || body[body.size() - 2] != '\\'))
+      return -1;
+    // Only two-byte escapes, each written back as it is except \/ (one unit).
+    return n - scan.slash_escapes;
+  }
+  const char* p = body.data();
+  const char* e = p + body.size();
+  while (p < e) {
+    p = static_cast<const char*>(std::memchr(p, '\\', static_cast<size_t>(e - p)));
+    if (p == nullptr) break;
+    if (p + 1 >= e) return -1;  // the closing quote was escaped
+    switch (p[1]) {
+      case '"':
+      case '\\':
+      case 'b':
+      case 'f':
+      case 'n':
+      case 'r':
+      case 't':
+        p += 2;  // written back the same way: two units for two bytes
+        break;
+      case '/':
+        n -= 1;  // written unescaped
+        p += 2;
+        break;
+      case 'u': {
+        if (e - p < 6) return -1;
+        int u = Hex4(p + 2);
+        if (u < 0) return -1;
+        if (u >= 0xD800 && u < 0xDC00) {
+          // A pair (12 bytes) is one code point, two units; a lone half is left to the full path.
+          if (e - p < 12 || p[6] != '\\' || p[7] != 'u') return -1;
+          int lo = Hex4(p + 8);
+          if (lo < 0xDC00 || lo >= 0xE000) return -1;
+          n -= 10;
+          p += 12;
+          break;
+        }
+        if (u >= 0xDC00 && u < 0xE000) return -1;
+        if (u == '"' || u == '\\' || u == '\b' || u == '\f' || u == '\n' || u == '\r' ||
+            u == '\t') {
+          n -= 4;  // becomes a two-character escape
+        } else if (u >= 0x20) {
+          n -= 5;  // becomes the character itself
+        }          // other control characters stay \u00XX
+        p += 6;
+        break;
+      }
+      default:
+        return -1;
+    }
+  }
+  return n;
+}
+
+// JSON.stringify(value).length of a value being iterated, measured from its
+// raw tokens (pi charges tool-call arguments this way). Returns -1 where the
+// value needs the full path (JsCanonicalLength): escaped keys (duplicates
+// would need unescaping), numbers that are not short integers, malformed
+// tokens; the iterator is then unusable.
+int64_t CanonicalLengthFast(simdjson::ondemand::value v) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return -1;
+  switch (t) {
+    case simdjson::ondemand::json_type::object: {
+      simdjson::ondemand::object o;
+      if (v.get_object().get(o)) return -1;
+      struct Member {
+        std::string_view key;
+        int64_t value_length;
+      };
+      // One member list per nesting level, reused across calls.
+      thread_local std::vector<std::vector<Member>> stack;
+      thread_local size_t depth = 0;
+      if (stack.size() <= depth) stack.resize(depth + 1);
+      stack[depth].clear();
+      ++depth;
+      int64_t total = 2;
+      bool ok = true;
+      for (auto field_result : o) {
+        simdjson::ondemand::field field;
+        if (std::move(field_result).get(field)) {
+          ok = false;
+          break;
+        }
+        // The raw key runs from after its opening quote to the closing one.
+        const char* k = field.key().raw();
+        size_t len = 0;
+        while (k[len] != '"' && k[len] != '\\') ++len;
+        if (k[len] == '\\') {
+          ok = false;
+          break;
+        }
+        std::string_view key(k, len);
+        int64_t value_length = CanonicalLengthFast(field.value());
+        if (value_length < 0) {
+          ok = false;
+          break;
+        }
+        // stack[depth - 1] may have moved while nested objects grew the stack.
+        std::vector<Member>& mine = stack[depth - 1];
+        bool duplicate = false;
+        for (Member& m : mine) {
+          if (m.key == key) {  // JSON.parse keeps the last value at the first position
+            total += value_length - m.value_length;
+            m.value_length = value_length;
+            duplicate = true;
+            break;
+          }
+        }
+        if (duplicate) continue;
+        if (ControlBytes(key) != 0) {
+          ok = false;
+          break;
+        }
+        total += (mine.empty() ? 0 : 1) + 2 + internal::Utf16LengthValid(key) + 1 + value_length;
+        mine.push_back({key, value_length});
+      }
+      --depth;
+      return ok ? total : -1;
+    }
+    case simdjson::ondemand::json_type::array: {
+      simdjson::ondemand::array a;
+      if (v.get_array().get(a)) return -1;
+      int64_t total = 2;
+      bool first = true;
+      for (auto item_result : a) {
+        simdjson::ondemand::value item;
+        if (std::move(item_result).get(item)) return -1;
+        int64_t n = CanonicalLengthFast(item);
+        if (n < 0) return -1;
+        total += n + (first ? 0 : 1);
+        first = false;
+      }
+      return total;
+    }
+    case simdjson::ondemand::json_type::string:
+      return CanonicalStringLength(v.raw_json_token());
+    case simdjson::ondemand::json_type::number: {
+      // Short integers are written back as they are (JSON has no leading
+      // zeros); everything else goes through the full path's number printer.
+      std::string_view raw = TrimJsonSpace(v.raw_json_token());
+      bool negative = !raw.empty() && raw[0] == '-';
+      std::string_view digits = raw.substr(negative ? 1 : 0);
+      if (digits.empty() || digits.size() > 15) return -1;
+      if (digits.size() > 1 && digits[0] == '0') return -1;
+      for (char c : digits)
+        if (c < '0' || c > '9') return -1;
+      if (digits == "0") return 1;  // -0 prints as 0
+      return static_cast<int64_t>(raw.size());
+    }
+    case simdjson::ondemand::json_type::boolean:
+    case simdjson::ondemand::json_type::null: {
+      std::string_view raw = TrimJsonSpace(v.raw_json_token());
+      if (raw == "true" || raw == "null") return 4;
+      if (raw == "false") return 5;
+      return -1;
+    }
+  }
+  return -1;
+}
+
+// Counts one content block. Fast mode measures tool-call arguments from raw
+// tokens and gives up (false) on any error; the full mode reparses them and
+// tolerates errors as it always did.
+template <bool kFast>
+bool CountBlock(simdjson::ondemand::object block, Counts* c) {
   std::string_view type;
   int64_t text = 0, thinking = 0, name = 0, args = 0;
+  bool saw_tool_call = false;
   for (auto f : block) {
     std::string_view key;
-    if (f.unescaped_key().get(key)) return;
+    if (f.unescaped_key().get(key)) return !kFast;
     simdjson::ondemand::value v = f.value();
     if (key == "type") {
-      if (v.get_string().get(type)) type = {};
+      if (v.get_string().get(type)) {
+        if (kFast) return false;
+        type = {};
+      }
+      saw_tool_call |= type == "toolCall";
     } else if (key == "text") {
       text = StringTokenLength(v);
     } else if (key == "thinking") {
@@ -51,22 +271,28 @@ void CountBlock(simdjson::ondemand::object block, Counts* c) {
     } else if (key == "name") {
       name = StringTokenLength(v);
     } else if (key == "arguments") {
-      std::string_view raw;
-      simdjson::ondemand::json_type t;
-      if (v.type().get(t)) continue;
-      if (t == simdjson::ondemand::json_type::object || t == simdjson::ondemand::json_type::array) {
-        if (t == simdjson::ondemand::json_type::object) {
-          simdjson::ondemand::object o;
-          if (v.get_object().get(o) || o.raw_json().get(raw)) continue;
-        } else {
-          simdjson::ondemand::array a;
-          if (v.get_array().get(a) || a.raw_json().get(raw)) continue;
-        }
+      if constexpr (kFast) {
+        args = CanonicalLengthFast(v);
+        if (args < 0) return false;
       } else {
-        raw = v.raw_json_token();
+        std::string_view raw;
+        simdjson::ondemand::json_type t;
+        if (v.type().get(t)) continue;
+        if (t == simdjson::ondemand::json_type::object ||
+            t == simdjson::ondemand::json_type::array) {
+          if (t == simdjson::ondemand::json_type::object) {
+            simdjson::ondemand::object o;
+            if (v.get_object().get(o) || o.raw_json().get(raw)) continue;
+          } else {
+            simdjson::ondemand::array a;
+            if (v.get_array().get(a) || a.raw_json().get(raw)) continue;
+          }
+        } else {
+          raw = v.raw_json_token();
+        }
+        auto len = JsCanonicalLength(raw);
+        args = len.ok() ? *len : static_cast<int64_t>(raw.size());
       }
-      auto len = JsCanonicalLength(raw);
-      args = len.ok() ? *len : static_cast<int64_t>(raw.size());
     }
   }
   if (type == "text")
@@ -77,39 +303,49 @@ void CountBlock(simdjson::ondemand::object block, Counts* c) {
     c->tool_calls += name + args;
   else if (type == "image")
     c->images += 1;
+  c->tool_call_blocks += saw_tool_call;
+  return true;
 }
 
-bool CountMessage(std::string_view json, Counts* c, std::string* role_storage) {
-  thread_local simdjson::ondemand::parser parser;
-  thread_local simdjson::padded_string buffer;
-  if (buffer.size() < json.size()) buffer = simdjson::padded_string(json.size() * 2 + 64);
-  std::memcpy(buffer.data(), json.data(), json.size());
-  simdjson::ondemand::document doc;
-  if (parser.iterate(buffer.data(), json.size(), buffer.size() + simdjson::SIMDJSON_PADDING)
-          .get(doc))
-    return false;
-  simdjson::ondemand::object obj;
-  if (doc.get_object().get(obj)) return false;
+template <bool kFast>
+bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_storage) {
   for (auto f : obj) {
     std::string_view key;
     if (f.unescaped_key().get(key)) return false;
     simdjson::ondemand::value v = f.value();
     if (key == "role") {
       std::string_view r;
-      if (!v.get_string().get(r)) role_storage->assign(r);
+      if (!v.get_string().get(r)) {
+        role_storage->assign(r);
+      } else if (kFast) {
+        return false;
+      }
     } else if (key == "content") {
       simdjson::ondemand::json_type t;
-      if (v.type().get(t)) continue;
+      if (v.type().get(t)) {
+        if (kFast) return false;
+        continue;
+      }
       if (t == simdjson::ondemand::json_type::string) {
         c->content_is_string = true;
         c->content_string = StringTokenLength(v);
       } else if (t == simdjson::ondemand::json_type::array) {
         simdjson::ondemand::array arr;
-        if (v.get_array().get(arr)) continue;
+        if (v.get_array().get(arr)) {
+          if (kFast) return false;
+          continue;
+        }
         for (auto item : arr) {
           simdjson::ondemand::object block;
-          if (item.get_object().get(block)) continue;
-          CountBlock(block, c);
+          if (item.get_object().get(block)) {
+            if (kFast) {
+              // Non-object items count nothing; errors end the fast path.
+              simdjson::ondemand::json_type it;
+              if (item.type().get(it) || it == simdjson::ondemand::json_type::object) return false;
+            }
+            continue;
+          }
+          if (!CountBlock<kFast>(block, c)) return false;
         }
       }
     } else if (key == "command") {
@@ -135,12 +371,7 @@ bool CountMessage(std::string_view json, Counts* c, std::string* role_storage) {
 
 int64_t CeilDiv4(int64_t chars) { return (chars + 3) / 4; }
 
-}  // namespace
-
-int64_t EstimateMessageTokens(std::string_view message_json) {
-  Counts c;
-  std::string role;
-  if (!CountMessage(message_json, &c, &role)) return 0;
+int64_t EstimateFromCounts(const Counts& c) {
   int64_t chars = 0;
   switch (RoleFromName(c.role)) {
     case Role::kUser:
@@ -164,6 +395,55 @@ int64_t EstimateMessageTokens(std::string_view message_json) {
       return 0;
   }
   return CeilDiv4(chars);
+}
+
+template <bool kFast>
+bool CountMessage(std::string_view json, Counts* c, std::string* role_storage) {
+  thread_local simdjson::ondemand::parser parser;
+  thread_local simdjson::padded_string buffer;
+  if (buffer.size() < json.size()) buffer = simdjson::padded_string(json.size() * 2 + 64);
+  std::memcpy(buffer.data(), json.data(), json.size());
+  simdjson::ondemand::document doc;
+  if (parser.iterate(buffer.data(), json.size(), buffer.size() + simdjson::SIMDJSON_PADDING)
+          .get(doc))
+    return false;
+  simdjson::ondemand::object obj;
+  if (doc.get_object().get(obj)) return false;
+  return CountObject<kFast>(obj, c, role_storage);
+}
+
+}  // namespace
+
+namespace internal {
+
+bool MeasureMessageObject(simdjson::ondemand::object message, MessageMeasure* out) {
+  Counts c;
+  std::string role;
+  if (!CountObject<true>(message, &c, &role)) return false;
+  out->tokens = EstimateFromCounts(c);
+  out->tool_call_blocks = c.tool_call_blocks;
+  return true;
+}
+
+int64_t EstimateMessageTokensFull(std::string_view message_json) {
+  Counts c;
+  std::string role;
+  if (!CountMessage<false>(message_json, &c, &role)) return 0;
+  return EstimateFromCounts(c);
+}
+
+std::optional<int64_t> EstimateMessageTokensFast(std::string_view message_json) {
+  Counts c;
+  std::string role;
+  if (!CountMessage<true>(message_json, &c, &role)) return std::nullopt;
+  return EstimateFromCounts(c);
+}
+
+}  // namespace internal
+
+int64_t EstimateMessageTokens(std::string_view message_json) {
+  if (auto fast = internal::EstimateMessageTokensFast(message_json)) return *fast;
+  return internal::EstimateMessageTokensFull(message_json);
 }
 
 int64_t EstimateMessageTokens(const Message& m) {
@@ -229,12 +509,15 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
   return EstimateContextTokens(messages, TokenCounter());
 }
 
-ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages,
-                                      const TokenCounter& counter) {
+namespace {
+
+ContextEstimate EstimateContext(const Session* session, const std::vector<ContextMessage>& messages,
+                                const TokenCounter& counter) {
   ContextEstimate est;
   std::vector<int64_t> per(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
-    per[i] = counter.Message(messages[i].json());
+    per[i] = session ? ContextMessageTokens(*session, messages[i], counter)
+                     : counter.Message(messages[i].json());
     est.heuristic_sum += per[i];
   }
   for (size_t i = messages.size(); i-- > 0;) {
@@ -250,6 +533,36 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
   est.tokens = est.usage_tokens + static_cast<double>(est.trailing_tokens);
   est.per_message = std::move(per);
   return est;
+}
+
+}  // namespace
+
+ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& messages,
+                                      const TokenCounter& counter) {
+  return EstimateContext(nullptr, messages, counter);
+}
+
+ContextEstimate EstimateContextTokens(const Session& session,
+                                      const std::vector<ContextMessage>& messages,
+                                      const TokenCounter& counter) {
+  return EstimateContext(&session, messages, counter);
+}
+
+int64_t EntryMessageTokens(const Session& session, size_t index, const TokenCounter& counter) {
+  const Entry& e = session.entry(index);
+  if (!counter.exact() && e.estimate >= 0) return e.estimate;
+  return counter.Message(session.MessageJson(index));
+}
+
+int64_t ContextMessageTokens(const Session& session, const ContextMessage& message,
+                             const TokenCounter& counter) {
+  // A stored message is a view of its entry's message: the loader may have measured it.
+  if (!counter.exact() && message.owned.empty() && message.entry_index < session.size()) {
+    const Entry& e = session.entry(message.entry_index);
+    if (e.estimate >= 0 && message.stored.data() == session.MessageJson(message.entry_index).data())
+      return e.estimate;
+  }
+  return counter.Message(message.json());
 }
 
 }  // namespace compactor
@@ -331,7 +644,7 @@ namespace compactor {
 
 ContextEstimate EstimateCurrentContextTokens(const Session& session, const SessionContext& context,
                                              const TokenCounter& counter) {
-  ContextEstimate est = EstimateContextTokens(context.messages, counter);
+  ContextEstimate est = EstimateContextTokens(session, context.messages, counter);
   if (!context.compaction_path_index) return est;
   for (size_t k = *context.compaction_path_index + 1; k < context.path.size(); ++k) {
     const Entry& e = session.entry(context.path[k]);

@@ -2,7 +2,12 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace compactor::internal {
 
@@ -77,6 +82,124 @@ std::string ReplaceInvalidUtf8(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// Raw per-position counts; with runs of at most two backslashes, a backslash
+// after a non-backslash starts an escape and so does the first of a pair.
+struct BodyCounts {
+  uint64_t units = 0, backslashes = 0, doubled = 0, tripled = 0, u1 = 0, slash1 = 0, controls = 0;
+};
+
+// Counts positions [from, to), from >= 2 (two bytes of look-behind). 32-bit
+// lane counters over bounded blocks let the compiler vectorize the loop.
+void CountRange(const unsigned char* s, size_t from, size_t to, BodyCounts* r) {
+  constexpr size_t kBlock = size_t{1} << 20;
+  for (size_t start = from; start < to; start += kBlock) {
+    const size_t end = std::min(to, start + kBlock);
+    uint32_t units = 0, bs = 0, dbl = 0, tri = 0, u = 0, slash = 0, ctl = 0;
+    for (size_t i = start; i < end; ++i) {
+      const unsigned char c = s[i];
+      const uint32_t p1 = s[i - 1] == '\\';
+      const uint32_t p2 = s[i - 2] == '\\';
+      const uint32_t one = p1 & (p2 ^ 1);  // exactly one backslash before
+      units += ((c & 0xC0) != 0x80) + (c >= 0xF0);
+      bs += c == '\\';
+      dbl += p1 & (c == '\\');
+      tri += p1 & p2 & (c == '\\');
+      u += one & (c == 'u');
+      slash += one & (c == '/');
+      ctl += c < 0x20;
+    }
+    r->units += units;
+    r->backslashes += bs;
+    r->doubled += dbl;
+    r->tripled += tri;
+    r->u1 += u;
+    r->slash1 += slash;
+    r->controls += ctl;
+  }
+}
+
+#if defined(__AVX2__)
+// The same counts, 64 bytes at a time as bit masks.
+size_t CountBlocksAvx2(const unsigned char* s, size_t n, BodyCounts* r) {
+  auto mask = [](__m256i lo, __m256i hi) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(lo))) |
+           (static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(hi))) << 32);
+  };
+  const __m256i k_c0 = _mm256_set1_epi8(static_cast<char>(0xC0));
+  const __m256i k_80 = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m256i k_f0 = _mm256_set1_epi8(static_cast<char>(0xF0));
+  const __m256i k_1f = _mm256_set1_epi8(0x1F);
+  const __m256i k_bs = _mm256_set1_epi8('\\');
+  const __m256i k_u = _mm256_set1_epi8('u');
+  const __m256i k_sl = _mm256_set1_epi8('/');
+  uint64_t prev = 0;  // backslash mask of the previous block
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
+    const uint64_t cont = mask(_mm256_cmpeq_epi8(_mm256_and_si256(a, k_c0), k_80),
+                               _mm256_cmpeq_epi8(_mm256_and_si256(b, k_c0), k_80));
+    const uint64_t four = mask(_mm256_cmpeq_epi8(_mm256_max_epu8(a, k_f0), a),
+                               _mm256_cmpeq_epi8(_mm256_max_epu8(b, k_f0), b));
+    const uint64_t ctl = mask(_mm256_cmpeq_epi8(_mm256_max_epu8(a, k_1f), k_1f),
+                              _mm256_cmpeq_epi8(_mm256_max_epu8(b, k_1f), k_1f));
+    const uint64_t bs = mask(_mm256_cmpeq_epi8(a, k_bs), _mm256_cmpeq_epi8(b, k_bs));
+    const uint64_t p1 = (bs << 1) | (prev >> 63);
+    const uint64_t p2 = (bs << 2) | (prev >> 62);
+    prev = bs;
+    r->units += 64 - static_cast<uint64_t>(__builtin_popcountll(cont)) +
+                static_cast<uint64_t>(__builtin_popcountll(four));
+    r->controls += static_cast<uint64_t>(__builtin_popcountll(ctl));
+    if ((bs | p1) == 0) continue;  // no backslash here or just before
+    const uint64_t u = mask(_mm256_cmpeq_epi8(a, k_u), _mm256_cmpeq_epi8(b, k_u));
+    const uint64_t sl = mask(_mm256_cmpeq_epi8(a, k_sl), _mm256_cmpeq_epi8(b, k_sl));
+    const uint64_t one = p1 & ~p2;
+    r->backslashes += static_cast<uint64_t>(__builtin_popcountll(bs));
+    r->doubled += static_cast<uint64_t>(__builtin_popcountll(bs & p1));
+    r->tripled += static_cast<uint64_t>(__builtin_popcountll(bs & p1 & p2));
+    r->u1 += static_cast<uint64_t>(__builtin_popcountll(u & one));
+    r->slash1 += static_cast<uint64_t>(__builtin_popcountll(sl & one));
+  }
+  return i;
+}
+#endif
+
+}  // namespace
+
+JsonStringBodyScan ScanJsonStringBody(std::string_view body) {
+  JsonStringBodyScan out;
+  const auto* s = reinterpret_cast<const unsigned char*>(body.data());
+  const size_t n = body.size();
+  if (n == 0) return out;
+  BodyCounts r;
+  size_t done = 0;
+#if defined(__AVX2__)
+  done = CountBlocksAvx2(s, n, &r);
+#endif
+  // The first two positions (the opening quote before them is no backslash),
+  // then the rest with two bytes of look-behind.
+  for (size_t i = done; i < n && i < 2; ++i) {
+    const unsigned char c = s[i];
+    const bool p1 = i >= 1 && s[i - 1] == '\\';
+    r.units += ((c & 0xC0) != 0x80) + (c >= 0xF0);
+    r.backslashes += c == '\\';
+    r.doubled += p1 && c == '\\';
+    r.u1 += p1 && c == 'u';
+    r.slash1 += p1 && c == '/';
+    r.controls += c < 0x20;
+  }
+  if (n > 2) CountRange(s, std::max<size_t>(done, 2), n, &r);
+  out.units = static_cast<int64_t>(r.units);
+  out.escapes = static_cast<int64_t>(r.backslashes - r.doubled);
+  out.u_escapes = static_cast<int64_t>(r.u1);
+  out.slash_escapes = static_cast<int64_t>(r.slash1);
+  out.controls = static_cast<int64_t>(r.controls);
+  out.long_runs = r.tripled != 0;
+  return out;
+}
+
 int64_t JsonStringTokenUtf16Length(std::string_view t) {
   if (t.empty() || t[0] != '"') return -1;
   // The token runs from the opening quote to the next structural character,
@@ -90,8 +213,13 @@ int64_t JsonStringTokenUtf16Length(std::string_view t) {
     while (run < body.size() && body[body.size() - 1 - run] == '\\') ++run;
     if (run % 2 == 1) return -1;
   }
-  // Branch-free count the compiler vectorizes: one unit per code point, two above U+FFFF.
-  int64_t n = Utf16LengthValid(body);
+  JsonStringBodyScan scan = ScanJsonStringBody(body);
+  if (!scan.long_runs) {
+    // `\n` (2 bytes) is one unit, `\uXXXX` (6 bytes) one.
+    return scan.units - scan.escapes - 4 * scan.u_escapes;
+  }
+  // Long backslash runs: walk the escapes one by one.
+  int64_t n = scan.units;
   // Each escape is one unit: `\n` (2 bytes) -> 1, `\uXXXX` (6 bytes) -> 1.
   const char* p = body.data();
   const char* e = p + body.size();

@@ -25,6 +25,23 @@ inline int64_t Utf16LengthValid(std::string_view s) {
   return n;
 }
 
+// What one pass over the body of a JSON string (the bytes between its quotes,
+// escapes not decoded) tells about it. Every count is of positions compared
+// with the two bytes before, so the pass runs on whole vectors: escapes are
+// frequent in code and tool output (a `\n` every line), too frequent to visit
+// one by one.
+struct JsonStringBodyScan {
+  int64_t units = 0;          // Utf16LengthValid(body): every byte taken for itself
+  int64_t escapes = 0;        // escape sequences (`\n`, `\\`, `\uXXXX`, ...)
+  int64_t u_escapes = 0;      // of which `\uXXXX`
+  int64_t slash_escapes = 0;  // of which `\/`
+  int64_t controls = 0;       // bytes below 0x20
+  // Three or more backslashes in a row: the escape counts above are not
+  // reliable (a run's parity decides), walk the escapes instead.
+  bool long_runs = false;
+};
+JsonStringBodyScan ScanJsonStringBody(std::string_view body);
+
 // UTF-16 length of the value of a JSON string token, without unescaping.
 // `token` starts at the opening quote. Each escape counts as one unit (a
 // \uXXXX escape is one UTF-16 unit, so surrogate pairs count two as in JS).

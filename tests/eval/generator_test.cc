@@ -220,7 +220,8 @@ TEST_P(GeneratedSessionTest, LoadsAndPlantsScorableFacts) {
     tail += EstimateMessageTokens((*session)->MessageJson(path[tail_start]));
   }
   std::set<std::string> tail_ids;
-  for (size_t i = tail_start; i < path.size(); ++i) tail_ids.insert((*session)->entry(path[i]).id);
+  for (size_t i = tail_start; i < path.size(); ++i)
+    tail_ids.insert(std::string((*session)->entry(path[i]).id));
   size_t in_tail = 0;
   for (const Fact& f : g.facts.facts) in_tail += tail_ids.count(f.entry_id);
   EXPECT_GE(in_tail, 1u);

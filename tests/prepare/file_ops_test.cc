@@ -46,6 +46,26 @@ TEST(FileOpsTest, OtherRolesAndBrokenJsonAddNothing) {
   EXPECT_THAT(ops.read, IsEmpty());
 }
 
+TEST(FileOpsTest, RepeatedKeysCountTheirFirstOccurrence) {
+  FileOps ops;
+  // The first "role", "content", "type", "name", "arguments" and "path" count.
+  ExtractFileOpsFromJson(
+      R"({"role":"assistant","content":[)"
+      R"({"type":"toolCall","type":"text","name":"read","name":"bash",)"
+      R"("arguments":{"path":"first.ts","path":"second.ts"},"arguments":{"path":"third.ts"}},)"
+      R"({"name":"edit","arguments":{"x":1,"path":"e.ts"},"type":"toolCall"}],)"
+      R"("content":[{"type":"toolCall","name":"read","arguments":{"path":"not.ts"}}],)"
+      R"("role":"user"})",
+      ops);
+  EXPECT_THAT(ops.read, ElementsAre("first.ts"));
+  EXPECT_THAT(ops.edited, ElementsAre("e.ts"));
+  FileOps none;
+  ExtractFileOpsFromJson(R"({"role":"user","role":"assistant","content":[)" +
+                             Call("read", R"({"path":"u.ts"})") + "]}",
+                         none);
+  EXPECT_THAT(none.read, IsEmpty());
+}
+
 TEST(FileOpsTest, ParsedMessageGivesTheSameResult) {
   std::string json = Assistant(Call("edit", R"({"path":"src/a b.ts"})") + "," +
                                Call("read", R"({"path":"docs/ü.md"})"));

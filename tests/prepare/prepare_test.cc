@@ -36,7 +36,7 @@ PrepareResult Prepare(const Session& s, int64_t keep, bool pi_quirks = false,
 
 std::vector<std::string> Ids(const Session& s, const std::vector<ContextMessage>& ms) {
   std::vector<std::string> out;
-  for (const auto& m : ms) out.push_back(s.entry(m.entry_index).id);
+  for (const auto& m : ms) out.emplace_back(s.entry(m.entry_index).id);
   return out;
 }
 

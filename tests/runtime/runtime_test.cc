@@ -222,6 +222,7 @@ TEST(Runtime, OverflowDropsFailingAssistantCompactsAndRetries) {
   const Entry& c = s->entry(*s->Leaf());
   EXPECT_EQ(c.type, EntryType::kCompaction);
   EXPECT_EQ(c.parent_id, before_leaf);
+  const std::string compaction_id(c.id);  // `c` dies with `s` below
   auto ends = f.Ends();
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].reason, CompactionReason::kOverflow);
@@ -234,7 +235,7 @@ TEST(Runtime, OverflowDropsFailingAssistantCompactsAndRetries) {
   a = Turn(*rt, AssistantJson("stop", 5000, "recovered"));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kNone);
   s = Load(rt->session_path());
-  EXPECT_EQ(s->entry(*s->Leaf()).parent_id, c.id);
+  EXPECT_EQ(s->entry(*s->Leaf()).parent_id, compaction_id);
   EXPECT_EQ(s->entry(*s->Leaf()).role, Role::kAssistant);
 }
 

@@ -208,8 +208,8 @@ TEST(Session, MigratesV1InMemoryLikePi) {
   EXPECT_EQ(
       c,
       R"({"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"S","tokensBefore":10,"id":")" +
-          s->entry(2).id + R"(","parentId":")" + s->entry(1).id + R"(","firstKeptEntryId":")" +
-          s->entry(1).id + R"("})");
+          std::string(s->entry(2).id) + R"(","parentId":")" + std::string(s->entry(1).id) +
+          R"(","firstKeptEntryId":")" + std::string(s->entry(1).id) + R"("})");
   EXPECT_EQ(
       s->HeaderJson(),
       R"({"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p","provider":"x","version":3})");
@@ -252,6 +252,102 @@ TEST(Session, HugeSingleLineLoads) {
   const std::string prefix = R"({"role":"toolResult","content":[{"type":"text","text":")";
   const std::string suffix = R"("}],"timestamp":1})";
   EXPECT_EQ(s->MessageJson(0).size(), prefix.size() + (200u << 20) + suffix.size());
+}
+
+// Large files are indexed by several threads over ranges of lines; the
+// result must be that of one pass: entries, line numbers, warnings in file
+// order, the first error, estimates and views.
+std::string MixedSession(int messages) {
+  std::string text = std::string(kHeader) + "\n\n";
+  std::string parent;
+  for (int i = 0; i < messages; ++i) {
+    std::string id = "m" + std::to_string(i);
+    if (i % 7 == 3) text += "{not json\n";
+    if (i % 11 == 5) text += "   \n";
+    if (i % 13 == 6) text += std::string(kHeader) + "\n";  // a second header: warned
+    if (i % 17 == 8) {
+      text += R"({"type":"message","id":"u)" + std::to_string(i) +
+              "\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"bad \xff\"}}\n";
+    }
+    if (i % 19 == 9)
+      text += R"({"type":"label","id":"l)" + std::to_string(i) +
+              R"(","parentId":null,"targetId":"m1","label":"k\u00e9y"})"
+              "\n";
+    text += Msg(id, parent, i % 2 ? "assistant" : "user", "text " + std::to_string(i)) + "\n";
+    if (i % 23 == 10) text += Msg("m1", "", "user", "duplicate") + "\n";
+    parent = id;
+  }
+  return text + R"({"type":"message","id":"torn")";  // a torn last line
+}
+
+void ExpectSameLoad(const std::string& text, int threads) {
+  std::vector<LoadWarning> w1, wn;
+  LoadOptions o1;
+  o1.threads = 1;
+  o1.estimate_messages = true;
+  o1.on_warning = [&](const LoadWarning& w) { w1.push_back(w); };
+  LoadOptions on = o1;
+  on.threads = threads;
+  on.on_warning = [&](const LoadWarning& w) { wn.push_back(w); };
+  auto a = MustLoad(text, o1);
+  auto b = MustLoad(text, on);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->header().id, b->header().id);
+  EXPECT_EQ(a->header().line, b->header().line);
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    const Entry& x = a->entry(i);
+    const Entry& y = b->entry(i);
+    EXPECT_EQ(x.id, y.id) << i;
+    EXPECT_EQ(x.parent_id, y.parent_id) << i;
+    EXPECT_EQ(x.line, y.line) << i;
+    EXPECT_EQ(x.type, y.type) << i;
+    EXPECT_EQ(x.role_name, y.role_name) << i;
+    EXPECT_EQ(x.label, y.label) << i;
+    EXPECT_EQ(x.estimate, y.estimate) << i;
+    EXPECT_EQ(a->EntryJson(i), b->EntryJson(i)) << i;
+    EXPECT_EQ(a->MessageJson(i), b->MessageJson(i)) << i;
+  }
+  ASSERT_EQ(w1.size(), wn.size());
+  for (size_t i = 0; i < w1.size(); ++i) EXPECT_EQ(w1[i].ToString(), wn[i].ToString());
+  EXPECT_EQ(a->LabelOf("m1"), b->LabelOf("m1"));
+  EXPECT_EQ(a->PathTo(*a->Leaf()), b->PathTo(*b->Leaf()));
+}
+
+TEST(Session, ThreadsGiveTheSameIndexAsOnePass) {
+  const std::string text = MixedSession(400);
+  for (int threads : {2, 3, 8}) {
+    SCOPED_TRACE(threads);
+    ExpectSameLoad(text, threads);
+  }
+  // Warnings really were produced in several ranges.
+  std::vector<LoadWarning> w;
+  LoadOptions o;
+  o.threads = 2;
+  o.on_warning = [&](const LoadWarning& x) { w.push_back(x); };
+  MustLoad(text, o);
+  EXPECT_GT(w.size(), 100u);
+}
+
+TEST(Session, ThreadsReportTheFirstErrorInFileOrder) {
+  std::string text = MixedSession(300);
+  LoadOptions strict;
+  strict.strict = true;
+  strict.threads = 1;
+  auto one = Session::FromString(text, "mem.jsonl", strict);
+  strict.threads = 2;
+  auto two = Session::FromString(text, "mem.jsonl", strict);
+  ASSERT_FALSE(one.ok());
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(one.status().ToString(), two.status().ToString());
+  // A header after a long run of blank lines lies past the split.
+  std::string late = std::string(4000, '\n') + kHeader + "\n" + Msg("a", "", "user", "x") + "\n";
+  LoadOptions o;
+  o.threads = 2;
+  auto s = MustLoad(late, o);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->size(), 1u);
+  EXPECT_EQ(s->entry(0).line, 4002u);
 }
 
 TEST(Writer, AppendsWholeLinesAndRepairsATornTail) {
