@@ -95,7 +95,7 @@ TEST(GeneratorTest, NotesCallsAreTheOnlyDifference) {
         if (skip_notes && (m.value("toolName", "") == "write_notes" ||
                            text.find("\"write_notes\"") != std::string::npos))
           continue;
-        out.push_back(s.entry(i).id + " " + m.value("role", "") + " " + text);
+        out.push_back(std::string(s.entry(i).id) + " " + m.value("role", "") + " " + text);
       }
       return out;
     };
@@ -126,7 +126,8 @@ TEST(GeneratorTest, AgentKeepsNotesThroughItsTool) {
     // there; the goal and the files changed before the last save are kept.
     std::vector<size_t> path = (*session)->PathTo(*(*session)->Leaf());
     std::map<std::string, size_t> position;
-    for (size_t i = 0; i < path.size(); ++i) position[(*session)->entry(path[i]).id] = i;
+    for (size_t i = 0; i < path.size(); ++i)
+      position[std::string((*session)->entry(path[i]).id)] = i;
     RenderedBlock block;
     block.summary = true;
     block.text = g.notes;

@@ -326,7 +326,7 @@ TEST_F(RemoteCompactionHookTest, StoresTheNativeHistoryAndChainsIt) {
   // More work, then a second compaction: the first history replaces its text summary.
   auto session = Session::Open(path);
   ASSERT_TRUE(session.ok());
-  std::string leaf = (*session)->entry(*(*session)->Leaf()).id;
+  std::string leaf((*session)->entry(*(*session)->Leaf()).id);
   std::string text = ReadFileOrDie(path);
   for (int i = 0; i < 8; ++i) {
     std::string id = "f000000" + std::to_string(i);
