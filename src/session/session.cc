@@ -112,6 +112,7 @@ struct Session::Impl {
     char* next = nullptr;
     size_t left = 0;
     std::string_view Add(std::string_view s) {
+      if (s.empty()) return {};
       if (s.size() > left) {
         const size_t n = std::max<size_t>(s.size(), 256u << 10);
         blocks.push_back(std::make_unique_for_overwrite<char[]>(n));
