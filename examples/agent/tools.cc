@@ -162,7 +162,7 @@ ToolOutput Tools::Bash(const std::string& command) const {
   }
   std::string text = Cut(output);
   if (timed_out) {
-    text += "\n[command killed after " + std::to_string(o_.bash_timeout_ms / 1000) + " s]";
+    text += "\n[command killed after " + std::to_string(o_.bash_timeout_ms) + " ms]";
     return {text, true};
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

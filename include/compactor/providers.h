@@ -364,6 +364,11 @@ struct CallOutcome {
   int attempts = 0;
 };
 
+// The model's API key from the variable `model.api_key_env` names (through
+// options.get_env when set): empty when the model needs none,
+// kFailedPrecondition naming the variable when it is unset or empty.
+Result<std::string> ReadApiKey(const ModelConfig& model, const CallOptions& options);
+
 // One model, with retries: 408/409/425/429/5xx/529, transport errors and
 // malformed bodies are retried (up to policy.max_retries, waits base x 2^n or
 // Retry-After); 401/403, overflow, payload rejections and other 4xx are not.

@@ -124,6 +124,21 @@ bool CallOptions::Cancelled() const {
          (is_cancelled && is_cancelled());
 }
 
+Result<std::string> ReadApiKey(const ModelConfig& model, const CallOptions& options) {
+  if (model.api_key_env.empty()) return std::string();
+  std::optional<std::string> value;
+  if (options.get_env) {
+    value = options.get_env(model.api_key_env);
+  } else if (const char* v = std::getenv(model.api_key_env.c_str())) {
+    value = std::string(v);
+  }
+  if (!value || value->empty()) {
+    return Status::FailedPrecondition(Prefix(model) + "environment variable " + model.api_key_env +
+                                      " is not set (it must hold the API key)");
+  }
+  return std::move(*value);
+}
+
 CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
                       const CallOptions& options) {
   CallOutcome out;
@@ -133,23 +148,13 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
   std::function<bool()> cancelled = [&options] { return options.Cancelled(); };
 
   // The key is read now, used for this call only, and never stored.
-  std::string key;
-  if (!model.api_key_env.empty()) {
-    std::optional<std::string> value;
-    if (options.get_env) {
-      value = options.get_env(model.api_key_env);
-    } else if (const char* v = std::getenv(model.api_key_env.c_str())) {
-      value = std::string(v);
-    }
-    if (!value || value->empty()) {
-      out.result =
-          Status::FailedPrecondition(Prefix(model) + "environment variable " + model.api_key_env +
-                                     " is not set (it must hold the API key)");
-      out.failure.auth = true;
-      return out;
-    }
-    key = std::move(*value);
+  Result<std::string> key_or = ReadApiKey(model, options);
+  if (!key_or.ok()) {
+    out.result = key_or.status();
+    out.failure.auth = true;
+    return out;
   }
+  std::string key = std::move(key_or).value();
   auto built = BuildProviderRequest(model, request, key);
   if (!built.ok()) {
     out.result = built.status();

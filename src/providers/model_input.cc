@@ -3,7 +3,6 @@
 #include "compactor/model_input.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -324,20 +323,11 @@ CompactionHooks::Compacting RemoteCompactionHook(RemoteCompactionOptions options
     Json converted = Json::parse(ResponsesInputItems(ConvertMessages(messages)), nullptr, false);
     for (Json& item : converted) items.push_back(std::move(item));
 
-    std::string key;
-    if (!o.model.api_key_env.empty()) {
-      std::optional<std::string> v;
-      if (o.call.get_env) {
-        v = o.call.get_env(o.model.api_key_env);
-      } else if (const char* env = std::getenv(o.model.api_key_env.c_str())) {
-        v = std::string(env);
-      }
-      if (!v || v->empty()) {
-        return fail(Status::FailedPrecondition("remote compaction: environment variable " +
-                                               o.model.api_key_env + " is not set"));
-      }
-      key = std::move(*v);
+    Result<std::string> key_or = ReadApiKey(o.model, o.call);
+    if (!key_or.ok()) {
+      return fail(Status::FailedPrecondition("remote compaction: " + key_or.status().message()));
     }
+    const std::string key = std::move(key_or).value();
     std::string instructions =
         o.instructions.empty() ? std::string(SummarizationSystemPrompt()) : o.instructions;
     auto http = BuildResponsesCompactRequest(o.model, DumpJson(items), instructions, key);

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -77,9 +79,10 @@ class AgentTest : public ::testing::Test {
                                      "--window",
                                      "32000",
                                      "--workdir",
-                                     work_,
-                                     "--bash-timeout-ms",
-                                     "5000"};
+                                     work_};
+    if (std::find(extra.begin(), extra.end(), "--bash-timeout-ms") == extra.end()) {
+      argv.insert(argv.end(), {"--bash-timeout-ms", "5000"});
+    }
     argv.insert(argv.end(), extra.begin(), extra.end());
     return RunProgram(argv, stdin_text);
   }
@@ -260,6 +263,23 @@ TEST_F(AgentTest, FailuresAreReportedWithExitCodes) {
   RunResult unknown = Run({"go"});
   EXPECT_EQ(unknown.exit_code, 0) << unknown.err;
   EXPECT_THAT(server_.requests().back().body, HasSubstr("Unknown tool: teleport"));
+  // Tool failures become error results the model sees: a missing file, a
+  // command past its time limit.
+  server_.Push(FakeReply(200, ToolCallReply("r1", "read", {{"path", "absent.txt"}}, 100)));
+  server_.Push(FakeReply(200, ToolCallReply("b1", "bash", {{"command", "sleep 20"}}, 100)));
+  server_.Push(FakeReply(200, FakeLlmServer::ChatReply("ok", "stop", 200)));
+  auto start = std::chrono::steady_clock::now();
+  RunResult tools = Run({"--bash-timeout-ms", "300", "go"});
+  EXPECT_EQ(tools.exit_code, 0) << tools.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  auto all = server_.requests();
+  EXPECT_THAT(all[all.size() - 2].body,
+              HasSubstr("Cannot read absent.txt: no such file or not readable"));
+  EXPECT_THAT(all.back().body, HasSubstr("[command killed after 300 ms]"));
+  EXPECT_EQ(Run({"--summarizer", "gpt", "hi"}).exit_code, 2);
+  RunResult remote = Run({"--remote-compaction", "hi"});
+  EXPECT_EQ(remote.exit_code, 2);
+  EXPECT_THAT(remote.err, HasSubstr("--remote-compaction needs --api openai-responses"));
 }
 
 }  // namespace

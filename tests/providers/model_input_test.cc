@@ -286,7 +286,9 @@ class RemoteCompactionHookTest : public ::testing::Test {
     RemoteCompactionOptions ro;
     ro.model = Model(ProviderKind::kOpenAiResponses, server.base_url() + base_suffix);
     ro.model.api_key_env = key_env;
-    ro.call.get_env = [](const std::string&) { return std::optional<std::string>("sk-test-123"); };
+    ro.call.get_env = [this](const std::string&) {
+      return key.empty() ? std::nullopt : std::optional<std::string>(key);
+    };
     ro.on_error = [this](const Status& s) { errors.push_back(s); };
     hooks.OnCompacting(RemoteCompactionHook(ro));
     co.hooks = &hooks;
@@ -294,6 +296,7 @@ class RemoteCompactionHookTest : public ::testing::Test {
   }
   FakeLlmServer server;
   TempDir dir;
+  std::string key = "sk-test-123";  // what the key's variable holds; empty = unset
   std::vector<Status> errors;
   CompactionHooks hooks;
   CompactOptions co;
@@ -375,6 +378,18 @@ TEST_F(RemoteCompactionHookTest, FailureKeepsTheLocalCompaction) {
   EXPECT_TRUE(r2->compacted);
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_THAT(errors[1].ToString(), HasSubstr("missing compaction item"));
+}
+
+TEST_F(RemoteCompactionHookTest, MissingKeyIsReportedWithoutARequest) {
+  std::string path = dir.Write("s.jsonl", LongSession());
+  key.clear();
+  UseHook("/v1", "TEST_OPENAI_KEY");
+  auto r = CompactFile(path, co);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->compacted);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0].ToString(), HasSubstr("TEST_OPENAI_KEY is not set"));
+  EXPECT_EQ(server.request_count(), 0u);
 }
 
 }  // namespace
