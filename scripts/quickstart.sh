@@ -19,5 +19,8 @@ echo "== compactor compact --summarizer offline"
 echo
 echo "== the rebuilt context"
 "$bin" tokens "$work/session.jsonl"
-"$bin" context "$work/session.jsonl" | head -n 30
+# Written to a file first: piping into head would end the command with SIGPIPE,
+# which pipefail turns into a failed quick start.
+"$bin" context "$work/session.jsonl" > "$work/context.txt"
+head -n 30 "$work/context.txt"
 echo "(compacted copy: $work/session.jsonl)"
