@@ -1,5 +1,9 @@
 #include <chrono>
 #include <future>
+#include <initializer_list>
+#include <span>
+#include <system_error>
+#include <thread>
 
 #include "compactor/compact.h"
 #include "compactor/entries.h"
@@ -47,12 +51,57 @@ int64_t NowMs(const CompactOptions& o) {
       .count();
 }
 
-std::vector<Message> ParseAll(const std::vector<ContextMessage>& in) {
+// Parses `lists` in order into one vector (messages that do not parse are
+// left out); counts[i] is how many came from lists[i]. Long histories are
+// parsed by two threads: parsing is most of an offline compaction's time and
+// each message parses on its own.
+std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists,
+                              std::vector<size_t>* counts = nullptr) {
+  std::vector<const ContextMessage*> in;
+  size_t bytes = 0;
+  for (const auto* list : lists) {
+    for (const ContextMessage& cm : *list) {
+      in.push_back(&cm);
+      bytes += cm.json().size();
+    }
+  }
+  std::vector<Message> parsed(in.size());
+  std::vector<char> ok(in.size(), 0);
+  auto run = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      auto m = ParseMessage(in[i]->json());
+      if (!m.ok()) continue;
+      parsed[i] = std::move(m).value();
+      ok[i] = 1;
+    }
+  };
+  constexpr size_t kParallelBytes = 4u << 20;
+  size_t half = in.size();
+  std::thread worker;
+  if (bytes >= kParallelBytes && std::thread::hardware_concurrency() >= 2) {
+    // Split by bytes, not by count: tool results dwarf most messages.
+    size_t acc = 0;
+    half = 0;
+    while (half < in.size() && acc < bytes / 2) acc += in[half++]->json().size();
+    try {
+      worker = std::thread(run, half, in.size());
+    } catch (const std::system_error&) {
+      half = in.size();  // no thread to be had: parse everything here
+    }
+  }
+  run(0, half);
+  if (worker.joinable()) worker.join();
   std::vector<Message> out;
   out.reserve(in.size());
-  for (const ContextMessage& cm : in) {
-    auto m = ParseMessage(cm.json());
-    if (m.ok()) out.push_back(std::move(m).value());
+  if (counts) counts->assign(lists.size(), 0);
+  size_t i = 0, list_index = 0;
+  for (const auto* list : lists) {
+    for (size_t k = 0; k < list->size(); ++k, ++i) {
+      if (!ok[i]) continue;
+      out.push_back(std::move(parsed[i]));
+      if (counts) ++(*counts)[list_index];
+    }
+    ++list_index;
   }
   return out;
 }
@@ -184,10 +233,13 @@ Result<ComputedCompaction> ComputeSummary(const Session& session, const CompactO
     }
   }
   if (!supplied) {
-    std::vector<Message> history = ParseAll(prep->messages_to_summarize);
-    std::vector<Message> prefix = ParseAll(prep->turn_prefix_messages);
-    std::vector<Message> all = history;
-    all.insert(all.end(), prefix.begin(), prefix.end());
+    // One vector for both: the compacting hooks see them together, the
+    // summaries each see their own part.
+    std::vector<size_t> counts;
+    const std::vector<Message> all =
+        ParseAll({&prep->messages_to_summarize, &prep->turn_prefix_messages}, &counts);
+    const std::span<const Message> history = std::span(all).first(counts[0]);
+    const std::span<const Message> prefix = std::span(all).subspan(counts[0]);
     SummaryRequest req;
     req.kind = SummaryKind::kHistory;
     req.previous_summary = prep->previous_summary.value_or("");
@@ -505,7 +557,7 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
     r.skipped_reason = "below threshold: " + why;
     return out;
   }
-  std::vector<Message> all = ParseAll(ctx.messages);
+  std::vector<Message> all = ParseAll({&ctx.messages});
   FileOps ops;
   ExtractFileOps(all, ops);
   FileLists lists = ComputeFileLists(ops);

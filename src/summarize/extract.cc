@@ -1139,6 +1139,74 @@ std::vector<uint64_t> HashedWords(const std::set<std::string>& words) {
   return out;
 }
 
+}  // namespace
+
+namespace {
+
+// Revisions refer to recent statements; bound the look-back so the pass stays
+// linear on sessions with thousands of distinct statements.
+constexpr size_t kLookBack = 400;
+
+// What the supersession rules read of one statement, computed once.
+struct StatementInfo {
+  std::string lower;
+  std::vector<uint64_t> words;  // hashed content words, sorted, unique
+  std::vector<std::string> replaced;
+  std::vector<uint64_t> replaced_hashes;
+  bool revision = false;
+};
+
+// Sorts the timeline, retires word-for-word repeats (the latest copy stays)
+// and returns the remaining statements in order with their infos.
+std::vector<Statement*> UniqueStatements(std::vector<Statement*>& timeline,
+                                         std::vector<StatementInfo>* info) {
+  std::stable_sort(timeline.begin(), timeline.end(),
+                   [](const Statement* a, const Statement* b) { return a->order < b->order; });
+  // A statement repeated word for word keeps only its latest copy; this also
+  // keeps the pairwise pass small on long sessions.
+  std::map<std::pair<int, std::string_view>, size_t> latest;
+  for (size_t i = 0; i < timeline.size(); ++i) latest[{timeline[i]->kind, timeline[i]->text}] = i;
+  std::vector<Statement*> unique;
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    if (latest[{timeline[i]->kind, timeline[i]->text}] != i) {
+      timeline[i]->superseded = true;
+    } else {
+      unique.push_back(timeline[i]);
+    }
+  }
+  info->assign(unique.size(), {});
+  for (size_t i = 0; i < unique.size(); ++i) {
+    StatementInfo& in = (*info)[i];
+    in.lower = Lower(unique[i]->text + " " + unique[i]->reason);
+    in.words = HashedWords(ContentWords(Lower(unique[i]->text)));
+    std::set<std::string> replaced = ReplacedTerms(in.lower);
+    in.replaced.assign(replaced.begin(), replaced.end());
+    in.replaced_hashes = HashedWords(replaced);
+    in.revision = (Cues().Match(in.lower) & kBitRevision) != 0;
+  }
+  return unique;
+}
+
+// Whether the later statement `b` retires the earlier `a`, given how many
+// content words they share.
+bool Supersedes(const Statement& a, const StatementInfo& ai, const Statement& b,
+                const StatementInfo& bi, size_t common) {
+  // "use X instead of Y" retires what said Y (unless it rejected Y too).
+  for (const std::string& term : bi.replaced) {
+    uint64_t h = HashWord(term);
+    if (std::binary_search(ai.words.begin(), ai.words.end(), h) &&
+        !std::binary_search(ai.replaced_hashes.begin(), ai.replaced_hashes.end(), h) &&
+        !NegatesTerm(ai.lower, term)) {
+      return true;
+    }
+  }
+  if (a.kind != b.kind) return false;
+  size_t small = std::min(ai.words.size(), bi.words.size());
+  size_t large = std::max(ai.words.size(), bi.words.size());
+  if (bi.revision && common >= 2 && common * 2 >= small) return true;
+  return common >= 3 && common * 4 >= large * 3;  // the same statement with a changed detail
+}
+
 size_t CommonCount(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   size_t i = 0, j = 0, n = 0;
   while (i < a.size() && j < b.size()) {
@@ -1158,70 +1226,57 @@ size_t CommonCount(const std::vector<uint64_t>& a, const std::vector<uint64_t>& 
 }  // namespace
 
 void ApplySupersession(std::vector<Statement*>& timeline) {
-  std::stable_sort(timeline.begin(), timeline.end(),
-                   [](const Statement* a, const Statement* b) { return a->order < b->order; });
-  // A statement repeated word for word keeps only its latest copy; this also
-  // keeps the pairwise pass below small on long sessions.
-  std::map<std::pair<int, std::string_view>, size_t> latest;
-  for (size_t i = 0; i < timeline.size(); ++i) latest[{timeline[i]->kind, timeline[i]->text}] = i;
-  std::vector<Statement*> unique;
-  for (size_t i = 0; i < timeline.size(); ++i) {
-    if (latest[{timeline[i]->kind, timeline[i]->text}] != i) {
-      timeline[i]->superseded = true;
-    } else {
-      unique.push_back(timeline[i]);
+  std::vector<StatementInfo> info;
+  std::vector<Statement*> unique = UniqueStatements(timeline, &info);
+  // Only earlier statements that share a content word with the later one (or
+  // hold one of the terms it replaces) can be superseded by it: find them
+  // through an index from word to statements, in ascending order, instead of
+  // comparing every pair in the look-back window (ApplySupersessionPairwise).
+  std::unordered_map<uint64_t, std::vector<uint32_t>> postings;
+  std::vector<uint32_t> common_count(unique.size(), 0);
+  std::vector<size_t> round(unique.size(), SIZE_MAX);  // the later statement that found it
+  std::vector<uint32_t> candidates;
+  auto visit = [&](uint64_t h, size_t later, size_t from, uint32_t add) {
+    auto it = postings.find(h);
+    if (it == postings.end()) return;
+    const std::vector<uint32_t>& list = it->second;
+    for (auto p = std::lower_bound(list.begin(), list.end(), static_cast<uint32_t>(from));
+         p != list.end(); ++p) {
+      if (round[*p] != later) {
+        round[*p] = later;
+        common_count[*p] = 0;
+        candidates.push_back(*p);
+      }
+      common_count[*p] += add;
     }
-  }
-  // Revisions refer to recent statements; bound the look-back so the pass stays
-  // linear on sessions with thousands of distinct statements.
-  constexpr size_t kLookBack = 400;
-  struct Info {
-    std::string lower;
-    std::vector<uint64_t> words;
-    std::vector<std::string> replaced;
-    std::vector<uint64_t> replaced_hashes;
-    bool revision = false;
   };
-  std::vector<Info> info(unique.size());
-  for (size_t i = 0; i < unique.size(); ++i) {
-    Info& in = info[i];
-    in.lower = Lower(unique[i]->text + " " + unique[i]->reason);
-    in.words = HashedWords(ContentWords(Lower(unique[i]->text)));
-    std::set<std::string> replaced = ReplacedTerms(in.lower);
-    in.replaced.assign(replaced.begin(), replaced.end());
-    in.replaced_hashes = HashedWords(replaced);
-    in.revision = (Cues().Match(in.lower) & kBitRevision) != 0;
-  }
   for (size_t later = 0; later < unique.size(); ++later) {
-    size_t from = later > kLookBack ? later - kLookBack : 0;
-    const Info& bi = info[later];
+    const size_t from = later > kLookBack ? later - kLookBack : 0;
+    const Statement* b = unique[later];
+    candidates.clear();
+    for (uint64_t h : info[later].words) visit(h, later, from, 1);
+    for (uint64_t h : info[later].replaced_hashes) visit(h, later, from, 0);
+    std::sort(candidates.begin(), candidates.end());
+    for (uint32_t earlier : candidates) {
+      Statement* a = unique[earlier];
+      if (a->superseded || a->order == b->order) continue;
+      a->superseded = Supersedes(*a, info[earlier], *b, info[later], common_count[earlier]);
+    }
+    for (uint64_t h : info[later].words) postings[h].push_back(static_cast<uint32_t>(later));
+  }
+}
+
+void ApplySupersessionPairwise(std::vector<Statement*>& timeline) {
+  std::vector<StatementInfo> info;
+  std::vector<Statement*> unique = UniqueStatements(timeline, &info);
+  for (size_t later = 0; later < unique.size(); ++later) {
+    const size_t from = later > kLookBack ? later - kLookBack : 0;
     for (size_t earlier = from; earlier < later; ++earlier) {
       Statement* a = unique[earlier];
       const Statement* b = unique[later];
       if (a->superseded || a->order == b->order) continue;
-      const Info& ai = info[earlier];
-      bool superseded = false;
-      // "use X instead of Y" retires what said Y (unless it rejected Y too).
-      for (const std::string& term : bi.replaced) {
-        uint64_t h = HashWord(term);
-        if (std::binary_search(ai.words.begin(), ai.words.end(), h) &&
-            !std::binary_search(ai.replaced_hashes.begin(), ai.replaced_hashes.end(), h) &&
-            !NegatesTerm(ai.lower, term)) {
-          superseded = true;
-          break;
-        }
-      }
-      if (!superseded && a->kind == b->kind) {
-        size_t common = CommonCount(ai.words, bi.words);
-        size_t small = std::min(ai.words.size(), bi.words.size());
-        size_t large = std::max(ai.words.size(), bi.words.size());
-        if (bi.revision && common >= 2 && common * 2 >= small) {
-          superseded = true;
-        } else if (common >= 3 && common * 4 >= large * 3) {
-          superseded = true;  // the same statement with a changed detail
-        }
-      }
-      a->superseded = superseded;
+      a->superseded = Supersedes(*a, info[earlier], *b, info[later],
+                                 CommonCount(info[earlier].words, info[later].words));
     }
   }
 }

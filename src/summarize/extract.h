@@ -100,6 +100,10 @@ Result<Facts> ExtractFacts(std::span<const Message> messages,
 // Revised statements: marks earlier statements superseded by later ones (the
 // later one wins). Applied within and across the constraint and decision lists.
 void ApplySupersession(std::vector<Statement*>& timeline);
+// The same rules applied to every pair in the look-back window, one by one:
+// the reference ApplySupersession (which only visits pairs that share a word)
+// must agree with, for tests.
+void ApplySupersessionPairwise(std::vector<Statement*>& timeline);
 
 // Text helpers exposed for tests.
 std::string OneLine(std::string_view text, size_t max_bytes);

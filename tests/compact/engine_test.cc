@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -8,6 +10,8 @@
 #include "compactor/context.h"
 #include "compactor/entries.h"
 #include "compactor/estimate.h"
+#include "compactor/message.h"
+#include "compactor/prepare.h"
 #include "compactor/writer.h"
 #include "support/test_util.h"
 
@@ -103,6 +107,76 @@ TEST(Engine, SummaryAppendsACompactionPiAndCompactorRebuild) {
   ASSERT_TRUE(r2.ok());
   EXPECT_FALSE(r2->compacted);  // the leaf is the compaction itself
   EXPECT_EQ(r2->skipped_reason, "already compacted");
+}
+
+// One line per message a summarizer was given: enough to tell messages apart
+// and to see their order.
+std::string Fingerprint(const Message& m) {
+  std::string f = m.role_name + ":" + m.tool_call_id + ":" + m.content_string;
+  for (const ContentBlock& b : m.content) f += "|" + b.text + b.tool_call_id + b.arguments_json;
+  return f;
+}
+
+// Histories of several megabytes are parsed by two threads: the summarizer
+// and the compacting hooks must still get every message once, in order.
+TEST(Engine, LongHistoriesReachTheSummarizerInOrder) {
+  TempDir d;
+  std::string path = d.Write("s.jsonl", MakeSession(500, 12000));  // ~6 MB of tool output
+  class Fingerprints : public Summarizer {
+   public:
+    std::string_view name() const override { return "fingerprints"; }
+    Result<std::string> Summarize(const SummaryRequest& r) const override {
+      std::vector<std::string> call;
+      for (const Message& m : r.messages) call.push_back(Fingerprint(m));
+      std::lock_guard<std::mutex> lock(mu);  // a split turn's two summaries run concurrently
+      calls.push_back(std::move(call));
+      return std::string("ok");
+    }
+    mutable std::mutex mu;
+    mutable std::vector<std::vector<std::string>> calls;
+  } sum;
+  std::vector<std::string> hook_seen;
+  CompactionHooks hooks;
+  hooks.OnCompacting([&](const CompactingEvent& e) {
+    for (const Message& m : e.messages) hook_seen.push_back(Fingerprint(m));
+    return CompactingResult{};
+  });
+  CompactOptions o = Options(&sum);
+  o.hooks = &hooks;
+  o.dry_run = true;
+
+  auto session = Session::Open(path);
+  ASSERT_TRUE(session.ok());
+  PrepareOptions po;
+  po.settings = o.settings;
+  auto prep = PrepareCompaction(**session, po);
+  ASSERT_TRUE(prep.ok() && prep->preparation);
+  std::vector<std::string> expected;
+  for (const auto* list :
+       {&prep->preparation->messages_to_summarize, &prep->preparation->turn_prefix_messages}) {
+    for (const ContextMessage& cm : *list) {
+      auto m = ParseMessage(cm.json());
+      ASSERT_TRUE(m.ok());
+      expected.push_back(Fingerprint(*m));
+    }
+  }
+  ASSERT_GT(expected.size(), 1500u);
+
+  auto r = CompactFile(path, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->compacted);
+  EXPECT_EQ(hook_seen, expected);
+  // Without a split turn the one summary sees everything; with one the history
+  // and the turn prefix go to two calls (finishing in either order).
+  std::vector<std::vector<std::string>> want = {expected};
+  if (prep->preparation->is_split_turn) {
+    auto split = expected.end() -
+                 static_cast<std::ptrdiff_t>(prep->preparation->turn_prefix_messages.size());
+    want = {std::vector<std::string>(expected.begin(), split),
+            std::vector<std::string>(split, expected.end())};
+    if (sum.calls.size() == 2 && sum.calls[0] != want[0]) std::swap(want[0], want[1]);
+  }
+  EXPECT_EQ(sum.calls, want);
 }
 
 TEST(Engine, SizeAfterCompactionIgnoresStaleUsage) {
