@@ -168,6 +168,15 @@ class Session {
   std::string_view MessageJson(size_t index) const;
   // Raw JSON of a top-level field of an entry, or empty if absent.
   std::string_view FieldJson(size_t index, std::string_view key) const;
+  // The read, write and edit tool calls of a message entry that name a
+  // non-empty "path", in content order, as the index pass recorded them
+  // (LoadOptions::estimate_messages): calls fn(tool, path) for each, tool
+  // being "read", "write" or "edit", and returns true. Returns false when they
+  // were not recorded (not measured, or a message only a full parse reads
+  // right: escaped names or paths, repeated keys); read MessageJson then.
+  bool ForEachFileCall(
+      size_t index,
+      const std::function<void(std::string_view tool, std::string_view path)>& fn) const;
   // A string field of an entry (unescaped), or nullopt if absent / not a string.
   std::optional<std::string> StringField(size_t index, std::string_view key) const;
   // The header line's JSON (migrated: with the new version).

@@ -185,6 +185,9 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
   ctx.leaf_id = session.entry(*leaf).id;
   ctx.path = session.PathTo(*leaf);
 
+  // The model comes from the last model change or assistant message: note
+  // where, and copy its strings once.
+  const Entry* model_from = nullptr;
   for (size_t k = 0; k < ctx.path.size(); ++k) {
     const Entry& e = session.entry(ctx.path[k]);
     switch (e.type) {
@@ -193,13 +196,10 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
         ctx.thinking_level_set = e.has_thinking_level;
         break;
       case EntryType::kModelChange:
-        ctx.model =
-            ModelRef{std::string(e.provider), std::string(e.model), e.has_provider, e.has_model};
+        model_from = &e;
         break;
       case EntryType::kMessage:
-        if (e.role == Role::kAssistant)
-          ctx.model =
-              ModelRef{std::string(e.provider), std::string(e.model), e.has_provider, e.has_model};
+        if (e.role == Role::kAssistant) model_from = &e;
         break;
       case EntryType::kCompaction:
         ctx.compaction_path_index = k;
@@ -209,6 +209,11 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
     }
   }
 
+  if (model_from) {
+    ctx.model = ModelRef{std::string(model_from->provider), std::string(model_from->model),
+                         model_from->has_provider, model_from->has_model};
+  }
+  ctx.messages.reserve(ctx.path.size());
   auto emit = [&](size_t k) {
     const Entry& e = session.entry(ctx.path[k]);
     if (YieldsMessage(e)) ctx.messages.push_back(FromEntry(session, ctx.path[k]));

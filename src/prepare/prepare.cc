@@ -95,11 +95,23 @@ void CollectFileOps(const Session& session,
   };
   std::vector<Job> jobs;
   size_t bytes = 0;
+  auto add = [&ops](std::string_view tool, std::string_view path) {
+    std::string p(path);
+    if (tool == "read") {
+      ops.read.insert(std::move(p));
+    } else if (tool == "write") {
+      ops.written.insert(std::move(p));
+    } else {
+      ops.edited.insert(std::move(p));
+    }
+  };
   for (const auto* list : lists) {
     for (const ContextMessage& m : *list) {
       if (m.role != Role::kAssistant) continue;
       int64_t blocks = KnownToolCallBlocks(session, m);
       if (blocks == 0) continue;
+      // The index pass read the calls already: no second parse.
+      if (blocks > 0 && session.ForEachFileCall(m.entry_index, add)) continue;
       jobs.push_back({m.json(), blocks > 0});
       bytes += m.json().size();
     }

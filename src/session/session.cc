@@ -102,6 +102,10 @@ struct Session::Impl {
   struct Span {
     std::string_view line;              // the entry's JSON text (sanitized when needed)
     uint32_t msg_off = 0, msg_len = 0;  // "message" value inside `line`
+    // Measured messages: their file tool calls (tool letter, 4-byte length,
+    // path; repeated), when the index pass could read them exactly.
+    std::string_view file_calls;
+    bool file_calls_known = false;
   };
   std::vector<Span> spans;
   // The entries' strings, packed: ids and parent ids are hashed and compared
@@ -187,6 +191,9 @@ struct Session::Impl {
     std::vector<uint32_t> slots_;
     size_t mask_ = 0;
   } by_id;
+  // Each entry's parent (kNone: a root, an unknown parent or itself), resolved
+  // once so walks do not hash ids again.
+  std::vector<size_t> parents;
   std::unordered_map<std::string, std::string> labels;
   std::optional<std::string> name;
   bool migrated = false;
@@ -461,11 +468,23 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         simdjson::ondemand::value v = field.value();
         if (v.raw_json_token().data() != msg_start) continue;
         simdjson::ondemand::object m;
-        internal::MessageMeasure measure;
+        thread_local internal::MessageMeasure measure;
         if (!v.get_object().get(m) && internal::MeasureMessageObject(m, &measure)) {
           e->estimate = measure.tokens;
           e->tool_call_blocks =
               static_cast<int32_t>(std::min<int64_t>(measure.tool_call_blocks, INT32_MAX));
+          span->file_calls_known = measure.file_calls_known;
+          if (measure.file_calls_known && !measure.file_calls.empty()) {
+            thread_local std::string packed;
+            packed.clear();
+            for (const internal::FileCall& call : measure.file_calls) {
+              const auto len = static_cast<uint32_t>(call.path.size());
+              packed += call.tool;
+              packed.append(reinterpret_cast<const char*>(&len), sizeof len);
+              packed += call.path;
+            }
+            span->file_calls = st.Keep(packed);
+          }
         }
         break;
       }
@@ -664,6 +683,10 @@ Status Session::Impl::Load() {
   uint32_t base = 0;
   size_t total = 0;
   for (const Chunk& c : chunks) total += c.entries.size();
+  // The first range's vectors become the index (no copy of its half; their
+  // reserve usually holds the rest too).
+  entries = std::move(chunks[0].entries);
+  spans = std::move(chunks[0].spans);
   entries.reserve(total);
   spans.reserve(total);
   for (size_t k = 0; k < chunks.size(); ++k) {
@@ -689,11 +712,13 @@ Status Session::Impl::Load() {
       header.line = c.header_line;
       header_raw = c.header_raw;
     }
-    for (Entry& e : c.entries) {
-      e.line += base;
-      entries.push_back(e);
+    if (k > 0) {
+      for (Entry& e : c.entries) {
+        e.line += base;
+        entries.push_back(e);
+      }
+      spans.insert(spans.end(), c.spans.begin(), c.spans.end());
     }
-    spans.insert(spans.end(), c.spans.begin(), c.spans.end());
     base += c.lines;
     std::vector<Entry>().swap(c.entries);
     std::vector<Span>().swap(c.spans);
@@ -753,6 +778,7 @@ void Session::Impl::Migrate() {
       e.role = Role::kCustom;
       e.estimate = -1;  // measured under its old role
       e.tool_call_blocks = -1;
+      spans[i].file_calls_known = false;
       std::string_view msg = spans[i].line.substr(spans[i].msg_off, spans[i].msg_len);
       std::deque<std::string>& side = storage[0]->side;
       side.push_back(internal::SetMember(msg, "role", "\"custom\""));
@@ -790,11 +816,19 @@ void Session::Impl::Index() {
       }
     }
   }
+  parents.assign(entries.size(), IdIndex::kNone);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    if (e.parent_id.empty() || e.parent_id == e.id) continue;
+    size_t parent = by_id.Find(e.parent_id);
+    if (parent != i) parents[i] = parent;
+  }
   // Cycle check: every walk must reach a root within size() steps.
   std::vector<uint8_t> state(entries.size(), 0);  // 0 unknown, 1 on stack, 2 ok
+  std::vector<size_t> stack;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (state[i]) continue;
-    std::vector<size_t> stack;
+    stack.clear();
     size_t cur = i;
     for (;;) {
       if (state[cur] == 2) break;
@@ -805,11 +839,8 @@ void Session::Impl::Index() {
       }
       state[cur] = 1;
       stack.push_back(cur);
-      const Entry& e = entries[cur];
-      if (e.parent_id.empty() || e.parent_id == e.id) break;
-      size_t parent = by_id.Find(e.parent_id);
-      if (parent == IdIndex::kNone) break;
-      cur = parent;
+      if (parents[cur] == IdIndex::kNone) break;
+      cur = parents[cur];
     }
     for (size_t s : stack) state[s] = 2;
   }
@@ -879,10 +910,8 @@ std::vector<size_t> Session::PathTo(size_t leaf) const {
       path.resize(keep);
       break;
     }
-    const Entry& e = impl_->entries[cur];
-    if (e.parent_id.empty() || e.parent_id == e.id) break;
-    size_t parent = impl_->by_id.Find(e.parent_id);
-    if (parent == Impl::IdIndex::kNone || parent == cur) break;
+    const size_t parent = impl_->parents[cur];
+    if (parent == Impl::IdIndex::kNone) break;
     cur = parent;
   }
   std::reverse(path.begin(), path.end());
@@ -892,10 +921,8 @@ std::vector<size_t> Session::PathTo(size_t leaf) const {
 std::vector<std::vector<size_t>> Session::Children() const {
   std::vector<std::vector<size_t>> children(impl_->entries.size());
   for (size_t i = 0; i < impl_->entries.size(); ++i) {
-    const Entry& e = impl_->entries[i];
-    if (e.parent_id.empty() || e.parent_id == e.id) continue;
-    size_t parent = impl_->by_id.Find(e.parent_id);
-    if (parent != Impl::IdIndex::kNone && parent != i) children[parent].push_back(i);
+    const size_t parent = impl_->parents[i];
+    if (parent != Impl::IdIndex::kNone) children[parent].push_back(i);
   }
   return children;
 }
@@ -903,10 +930,7 @@ std::vector<std::vector<size_t>> Session::Children() const {
 std::vector<size_t> Session::Roots() const {
   std::vector<size_t> roots;
   for (size_t i = 0; i < impl_->entries.size(); ++i) {
-    const Entry& e = impl_->entries[i];
-    if (e.parent_id.empty() || e.parent_id == e.id ||
-        impl_->by_id.Find(e.parent_id) == Impl::IdIndex::kNone)
-      roots.push_back(i);
+    if (impl_->parents[i] == Impl::IdIndex::kNone) roots.push_back(i);
   }
   return roots;
 }
@@ -924,6 +948,22 @@ std::string_view Session::MessageJson(size_t index) const {
   if (it != impl_->migrated_messages.end()) return it->second;
   const Impl::Span& s = impl_->spans[index];
   return s.line.substr(s.msg_off, s.msg_len);
+}
+
+bool Session::ForEachFileCall(
+    size_t index,
+    const std::function<void(std::string_view tool, std::string_view path)>& fn) const {
+  const Impl::Span& s = impl_->spans[index];
+  if (!s.file_calls_known) return false;
+  std::string_view packed = s.file_calls;
+  while (packed.size() > sizeof(uint32_t)) {
+    uint32_t len = 0;
+    std::memcpy(&len, packed.data() + 1, sizeof len);
+    const char tool = packed[0];
+    fn(tool == 'r' ? "read" : tool == 'w' ? "write" : "edit", packed.substr(1 + sizeof len, len));
+    packed.remove_prefix(1 + sizeof len + len);
+  }
+  return true;
 }
 
 std::string_view Session::FieldJson(size_t index, std::string_view key) const {

@@ -31,6 +31,27 @@ struct Counts {
   int64_t command = 0, output = 0, summary = 0;
   // Blocks with a "type" key equal to "toolCall" (any of them, if repeated).
   int64_t tool_call_blocks = 0;
+  // Set by MeasureMessageObject: collect file tool calls (fast mode only).
+  internal::MessageMeasure* calls = nullptr;
+};
+
+// A JSON string token without escapes: its body, or nullopt (not a string, or
+// escaped, which a caller must unescape another way).
+std::optional<std::string_view> PlainStringBody(std::string_view raw) {
+  while (!raw.empty() &&
+         (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r'))
+    raw.remove_suffix(1);
+  if (raw.size() < 2 || raw.front() != '"' || raw.back() != '"') return std::nullopt;
+  raw = raw.substr(1, raw.size() - 2);
+  if (raw.find('\\') != std::string_view::npos) return std::nullopt;
+  return raw;
+}
+
+// The top-level "path" member of a tool call's arguments, seen while they are
+// measured.
+struct PathCapture {
+  int seen = 0;
+  std::string_view raw;  // the first one's raw token
 };
 
 int64_t StringTokenLength(simdjson::ondemand::value v) {
@@ -144,7 +165,7 @@ int64_t CanonicalStringLength(std::string_view token) {
 // value needs the full path (JsCanonicalLength): escaped keys (duplicates
 // would need unescaping), numbers that are not short integers, malformed
 // tokens; the iterator is then unusable.
-int64_t CanonicalLengthFast(simdjson::ondemand::value v) {
+int64_t CanonicalLengthFast(simdjson::ondemand::value v, PathCapture* path = nullptr) {
   simdjson::ondemand::json_type t;
   if (v.type().get(t)) return -1;
   switch (t) {
@@ -178,6 +199,7 @@ int64_t CanonicalLengthFast(simdjson::ondemand::value v) {
           break;
         }
         std::string_view key(k, len);
+        if (path && key == "path" && path->seen++ == 0) path->raw = field.value().raw_json_token();
         int64_t value_length = CanonicalLengthFast(field.value());
         if (value_length < 0) {
           ok = false;
@@ -246,6 +268,31 @@ int64_t CanonicalLengthFast(simdjson::ondemand::value v) {
   return -1;
 }
 
+// Adds the file tool call a toolCall block makes, if any; marks the message's
+// calls unknown where a reparse could read the block differently.
+void RecordFileCall(int type_keys, int name_keys, int args_keys, std::string_view raw_name,
+                    const PathCapture& path, internal::MessageMeasure* m) {
+  if (type_keys > 1 || name_keys > 1 || args_keys > 1 || path.seen > 1) {
+    m->file_calls_known = false;
+    return;
+  }
+  if (name_keys == 0 || path.seen == 0) return;
+  const bool name_is_string = !raw_name.empty() && raw_name[0] == '"';
+  std::optional<std::string_view> tool = PlainStringBody(raw_name);
+  if (name_is_string && !tool) {
+    m->file_calls_known = false;  // an escaped name
+    return;
+  }
+  if (!tool || (*tool != "read" && *tool != "write" && *tool != "edit")) return;
+  if (path.raw.empty() || path.raw[0] != '"') return;  // not a string: no path
+  std::optional<std::string_view> p = PlainStringBody(path.raw);
+  if (!p) {
+    m->file_calls_known = false;  // an escaped path
+    return;
+  }
+  if (!p->empty()) m->file_calls.push_back({(*tool)[0], *p});
+}
+
 // Counts one content block. Fast mode measures tool-call arguments from raw
 // tokens and gives up (false) on any error; the full mode reparses them and
 // tolerates errors as it always did.
@@ -254,11 +301,16 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
   std::string_view type;
   int64_t text = 0, thinking = 0, name = 0, args = 0;
   bool saw_tool_call = false;
+  // What the file-operation rules read (kFast with c->calls only).
+  int type_keys = 0, name_keys = 0, args_keys = 0;
+  std::string_view raw_name;
+  PathCapture path;
   for (auto f : block) {
     std::string_view key;
     if (f.unescaped_key().get(key)) return !kFast;
     simdjson::ondemand::value v = f.value();
     if (key == "type") {
+      ++type_keys;
       if (v.get_string().get(type)) {
         if (kFast) return false;
         type = {};
@@ -269,10 +321,11 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
     } else if (key == "thinking") {
       thinking = StringTokenLength(v);
     } else if (key == "name") {
+      if (name_keys++ == 0) raw_name = v.raw_json_token();
       name = StringTokenLength(v);
     } else if (key == "arguments") {
       if constexpr (kFast) {
-        args = CanonicalLengthFast(v);
+        args = CanonicalLengthFast(v, args_keys++ == 0 && c->calls ? &path : nullptr);
         if (args < 0) return false;
       } else {
         std::string_view raw;
@@ -295,6 +348,8 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
       }
     }
   }
+  if (kFast && c->calls && type == "toolCall")
+    RecordFileCall(type_keys, name_keys, args_keys, raw_name, path, c->calls);
   if (type == "text")
     c->text += text;
   else if (type == "thinking")
@@ -309,10 +364,13 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
 
 template <bool kFast>
 bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_storage) {
+  int role_keys = 0, content_keys = 0;
   for (auto f : obj) {
     std::string_view key;
     if (f.unescaped_key().get(key)) return false;
     simdjson::ondemand::value v = f.value();
+    role_keys += key == "role";
+    content_keys += key == "content";
     if (key == "role") {
       std::string_view r;
       if (!v.get_string().get(r)) {
@@ -366,6 +424,7 @@ bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_st
     }
   }
   c->role = *role_storage;
+  if (c->calls && (role_keys > 1 || content_keys > 1)) c->calls->file_calls_known = false;
   return true;
 }
 
@@ -418,6 +477,9 @@ namespace internal {
 
 bool MeasureMessageObject(simdjson::ondemand::object message, MessageMeasure* out) {
   Counts c;
+  out->file_calls.clear();
+  out->file_calls_known = true;
+  c.calls = out;
   std::string role;
   if (!CountObject<true>(message, &c, &role)) return false;
   out->tokens = EstimateFromCounts(c);

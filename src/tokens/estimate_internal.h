@@ -8,12 +8,26 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace compactor::internal {
+
+// A read, write or edit tool call with a non-empty "path" argument.
+struct FileCall {
+  char tool;              // 'r' read, 'w' write, 'e' edit
+  std::string_view path;  // a view into the measured JSON (a plain string: no escapes)
+};
 
 struct MessageMeasure {
   int64_t tokens = 0;            // EstimateMessageTokens
   int64_t tool_call_blocks = 0;  // content blocks with a "type" of "toolCall"
+  // The file tool calls in content order, read in the same pass so that file
+  // operations need no second parse. Only trusted when file_calls_known: an
+  // escaped tool name or path, or a repeated key among those the file rules
+  // read ("role", "content", a block's "type"/"name"/"arguments", the
+  // arguments' "path"), leaves them to ExtractFileOps on the message.
+  bool file_calls_known = true;
+  std::vector<FileCall> file_calls;
 };
 
 // Measures the object `message` in one forward pass. Returns false (and the

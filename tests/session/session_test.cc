@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "compactor/context.h"
+#include "compactor/file_ops.h"
 #include "compactor/writer.h"
 #include "support/test_util.h"
 
@@ -392,6 +393,73 @@ TEST(Writer, NewIdsAreFreshHex) {
   EXPECT_EQ(u.size(), 36u);
   EXPECT_EQ(u[14], '7');
   EXPECT_EQ(NowIsoTimestamp().size(), 24u);
+}
+
+// The file tool calls the index pass records must be what a parse of the
+// message finds; where only a full parse reads a message right (escapes,
+// repeated keys) the session must say it has no record.
+TEST(Session, FileCallsRecordedWhileIndexing) {
+  struct Case {
+    std::string content;  // the assistant message's content array
+    bool known;
+    std::vector<std::pair<std::string, std::string>> calls;
+  };
+  auto call = [](const std::string& name, const std::string& args) {
+    return R"({"type":"toolCall","id":"c","name":")" + name + R"(","arguments":)" + args + "}";
+  };
+  const std::vector<Case> cases = {
+      {"[" + call("read", R"({"path":"a.ts"})") + "," + call("edit", R"({"path":"b.ts","x":1})") +
+           "," + call("write", R"({"content":"x","path":"c/d é.ts"})") + "]",
+       true,
+       {{"read", "a.ts"}, {"edit", "b.ts"}, {"write", "c/d é.ts"}}},
+      {"[" + call("bash", R"({"path":"a.ts"})") + "]", true, {}},     // not a file tool
+      {"[" + call("read", R"({"path":""})") + "]", true, {}},         // empty path
+      {"[" + call("read", R"({"path":7})") + "]", true, {}},          // not a string
+      {"[" + call("read", R"({"o":{"path":"x"}})") + "]", true, {}},  // nested, not the argument
+      {"[" + call("read", R"(["path","x"])") + "]", true, {}},        // not an object
+      {R"([{"type":"text","text":"read path"}])", true, {}},          // no tool call
+      {"[" + call("read", R"({"path":"C:\\src\\a.ts"})") + "]", false, {}},  // escaped path
+      {"[" + call("re\\u0061d", R"({"path":"a.ts"})") + "]", false, {}},     // escaped name
+      {"[" + call("read", R"({"path":"a.ts","path":"b.ts"})") + "]", false, {}},
+      {R"([{"type":"toolCall","name":"read","name":"edit","arguments":{"path":"a"}}])", false, {}},
+  };
+  std::string text = std::string(kHeader) + "\n";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    text += R"({"type":"message","id":"m)" + std::to_string(i) + R"(","parentId":null,)" +
+            R"("timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant","content":)" +
+            cases[i].content + R"(,"stopReason":"toolUse","timestamp":1}})" + "\n";
+  }
+  for (int threads : {1, 2}) {
+    LoadOptions o;
+    o.estimate_messages = true;
+    o.threads = threads;
+    auto s = MustLoad(text, o);
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->size(), cases.size());
+    for (size_t i = 0; i < cases.size(); ++i) {
+      std::vector<std::pair<std::string, std::string>> got;
+      FileOps recorded;
+      bool known = s->ForEachFileCall(i, [&](std::string_view tool, std::string_view path) {
+        got.emplace_back(tool, path);
+        (tool == "read"    ? recorded.read
+         : tool == "write" ? recorded.written
+                           : recorded.edited)
+            .insert(std::string(path));
+      });
+      EXPECT_EQ(known, cases[i].known) << cases[i].content;
+      if (!known) continue;
+      EXPECT_EQ(got, cases[i].calls) << cases[i].content;
+      FileOps parsed;
+      ExtractFileOpsFromJson(s->MessageJson(i), parsed);
+      EXPECT_EQ(recorded.read, parsed.read) << cases[i].content;
+      EXPECT_EQ(recorded.written, parsed.written) << cases[i].content;
+      EXPECT_EQ(recorded.edited, parsed.edited) << cases[i].content;
+    }
+  }
+  // Without the estimate nothing is recorded.
+  auto plain = MustLoad(text);
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->ForEachFileCall(0, [](std::string_view, std::string_view) {}));
 }
 
 }  // namespace
