@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "compactor/js_json.h"
+#include "util/js_canonical.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -100,11 +101,8 @@ void ParseBlocks(simdjson::dom::array arr, std::vector<ContentBlock>* out) {
       block.tool_call_id = Str(b, "id");
       block.tool_name = Str(b, "name");
       element args;
-      if (!b["arguments"].get(args)) {
-        block.arguments_json = simdjson::minify(args);
-        auto canonical = JsCanonicalJson(block.arguments_json);
-        if (canonical.ok()) block.arguments_json = std::move(canonical).value();
-      }
+      // JSON.stringify of the parsed arguments, written from the tree we hold.
+      if (!b["arguments"].get(args)) internal::AppendJsCanonical(block.arguments_json, args);
     }
     out->push_back(std::move(block));
   }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/js_canonical.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -179,6 +180,12 @@ bool ReadDigits(std::string_view s, size_t& i, int count, int* out) {
 }
 
 }  // namespace
+
+namespace internal {
+
+void AppendJsCanonical(std::string& out, simdjson::dom::element e) { AppendCanonical(out, e); }
+
+}  // namespace internal
 
 void AppendJsString(std::string& out, std::string_view s) {
   if (internal::IsValidUtf8(s)) {
