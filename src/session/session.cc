@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <system_error>
 #include <thread>
@@ -222,6 +223,14 @@ struct Session::Impl {
   bool ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span, HeaderFields* hf,
                  bool* is_header, std::string* error, simdjson::ondemand::parser& parser,
                  Storage& st);
+  // One walk over the parsed line. With `measure_inline` the message is
+  // measured in the same walk; when that gives up, `gave_up` is set and the
+  // walk must be redone without it.
+  bool WalkEntry(simdjson::padded_string_view view, std::string_view line, bool measure_inline,
+                 bool* gave_up, Entry* e, Span* span, HeaderFields* hf, bool* is_header,
+                 std::string* error, simdjson::ondemand::parser& parser, Storage& st);
+  // Stores a message's measure: its estimate, tool-call count and file calls.
+  static void KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span, Storage& st);
   // A range of whole lines indexed by one thread. Warnings and the first
   // fatal error are kept with line numbers relative to the range and reported
   // in file order once every range is done.
@@ -257,6 +266,24 @@ bool GetString(simdjson::ondemand::value v, std::string* out) {
 }
 
 }  // namespace
+
+void Session::Impl::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span,
+                                Storage& st) {
+  e->estimate = m.tokens;
+  e->tool_call_blocks = static_cast<int32_t>(std::min<int64_t>(m.tool_call_blocks, INT32_MAX));
+  span->file_calls_known = m.file_calls_known;
+  span->file_calls = {};
+  if (!m.file_calls_known || m.file_calls.empty()) return;
+  thread_local std::string packed;
+  packed.clear();
+  for (const internal::FileCall& call : m.file_calls) {
+    const auto len = static_cast<uint32_t>(call.path.size());
+    packed += call.tool;
+    packed.append(reinterpret_cast<const char*>(&len), sizeof len);
+    packed += call.path;
+  }
+  span->file_calls = st.Keep(packed);
+}
 
 bool Session::Impl::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
   std::string_view unescaped;
@@ -314,6 +341,24 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
     line = copy;
     view = simdjson::padded_string_view(copy.data(), copy.size(), copy.capacity());
   }
+  // Measuring inside the one walk over the entry gives up on the few messages
+  // that need the tolerant estimate; the entry is then read again without it
+  // and its message measured on its own (MeasureStoredMessage).
+  bool gave_up = false;
+  if (WalkEntry(view, line, options.estimate_messages, &gave_up, e, span, hf, is_header, error,
+                parser, st))
+    return true;
+  if (!gave_up) return false;
+  *e = Entry();
+  *span = Span();
+  *hf = HeaderFields();
+  return WalkEntry(view, line, false, &gave_up, e, span, hf, is_header, error, parser, st);
+}
+
+bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_view line,
+                              bool measure_inline, bool* gave_up, Entry* e, Span* span,
+                              HeaderFields* hf, bool* is_header, std::string* error,
+                              simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::ondemand::document doc;
   if (auto err = parser.iterate(view).get(doc)) {
     *error = simdjson::error_message(err);
@@ -362,15 +407,8 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         *error = simdjson::error_message(err);
         return false;
       }
-      for (auto mf_result : m) {
-        simdjson::ondemand::field mf;
-        if (auto err = std::move(mf_result).get(mf)) {
-          *error = simdjson::error_message(err);
-          return false;
-        }
-        std::string_view mk;
-        if (mf.unescaped_key().get(mk)) continue;
-        simdjson::ondemand::value mv = mf.value();
+      // What the index keeps of a message besides its estimate.
+      auto member = [&](std::string_view mk, simdjson::ondemand::value mv) {
         if (mk == "role") {
           View(st, mv, &e->role_name);
         } else if (mk == "provider") {
@@ -381,7 +419,7 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
           View(st, mv, &e->stop_reason);
         } else if (mk == "usage") {
           simdjson::ondemand::object u;
-          if (mv.get_object().get(u)) continue;
+          if (mv.get_object().get(u)) return;
           e->has_usage = true;
           for (auto uf_result : u) {
             simdjson::ondemand::field uf;
@@ -401,6 +439,29 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
             else if (uk == "totalTokens" && GetNumber(uv, &d))
               e->usage.total_tokens = d;
           }
+        }
+      };
+      if (measure_inline) {
+        // The estimate's walk hands the other members to `member`; it reads
+        // "role" itself.
+        const std::function<void(std::string_view, simdjson::ondemand::value)> other = member;
+        thread_local internal::MessageMeasure measure;
+        if (!internal::MeasureMessageObject(m, &measure, &other)) {
+          *gave_up = true;
+          return false;
+        }
+        if (!measure.role.empty()) e->role_name = st.Keep(measure.role);
+        KeepMeasure(measure, e, span, st);
+      } else {
+        for (auto mf_result : m) {
+          simdjson::ondemand::field mf;
+          if (auto err = std::move(mf_result).get(mf)) {
+            *error = simdjson::error_message(err);
+            return false;
+          }
+          std::string_view mk;
+          if (mf.unescaped_key().get(mk)) continue;
+          member(mk, mf.value());
         }
       }
       const char* end = nullptr;
@@ -452,7 +513,14 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   *is_header = e->type_name == "session";
   e->type = EntryTypeFromName(e->type_name);
   if (e->type == EntryType::kMessage) e->role = RoleFromName(e->role_name);
-  if (options.estimate_messages && e->type == EntryType::kMessage && span->msg_len != 0) {
+  if (measure_inline && e->type != EntryType::kMessage) {
+    e->estimate = -1;  // measured a "message" member of an entry that is no message
+    e->tool_call_blocks = -1;
+    span->file_calls_known = false;
+    span->file_calls = {};
+  }
+  if (options.estimate_messages && !measure_inline && e->type == EntryType::kMessage &&
+      span->msg_len != 0) {
     // Second walk over the same structural index (no second parse): find the
     // message object recorded above (the last "message" key, as JSON.parse
     // keeps) and measure it. Any trouble leaves the estimate to later.
@@ -469,23 +537,8 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
         if (v.raw_json_token().data() != msg_start) continue;
         simdjson::ondemand::object m;
         thread_local internal::MessageMeasure measure;
-        if (!v.get_object().get(m) && internal::MeasureMessageObject(m, &measure)) {
-          e->estimate = measure.tokens;
-          e->tool_call_blocks =
-              static_cast<int32_t>(std::min<int64_t>(measure.tool_call_blocks, INT32_MAX));
-          span->file_calls_known = measure.file_calls_known;
-          if (measure.file_calls_known && !measure.file_calls.empty()) {
-            thread_local std::string packed;
-            packed.clear();
-            for (const internal::FileCall& call : measure.file_calls) {
-              const auto len = static_cast<uint32_t>(call.path.size());
-              packed += call.tool;
-              packed.append(reinterpret_cast<const char*>(&len), sizeof len);
-              packed += call.path;
-            }
-            span->file_calls = st.Keep(packed);
-          }
-        }
+        if (!v.get_object().get(m) && internal::MeasureMessageObject(m, &measure))
+          KeepMeasure(measure, e, span, st);
         break;
       }
     }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -362,8 +363,11 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
   return true;
 }
 
+using OtherField = std::function<void(std::string_view, simdjson::ondemand::value)>;
+
 template <bool kFast>
-bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_storage) {
+bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_storage,
+                 const OtherField* other = nullptr) {
   int role_keys = 0, content_keys = 0;
   for (auto f : obj) {
     std::string_view key;
@@ -421,6 +425,8 @@ bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_st
       } else {
         c->summary = StringTokenLength(v);
       }
+    } else if (other) {
+      (*other)(key, v);
     }
   }
   c->role = *role_storage;
@@ -475,13 +481,15 @@ bool CountMessage(std::string_view json, Counts* c, std::string* role_storage) {
 
 namespace internal {
 
-bool MeasureMessageObject(simdjson::ondemand::object message, MessageMeasure* out) {
+bool MeasureMessageObject(simdjson::ondemand::object message, MessageMeasure* out,
+                          const OtherField* other) {
   Counts c;
   out->file_calls.clear();
   out->file_calls_known = true;
   c.calls = out;
-  std::string role;
-  if (!CountObject<true>(message, &c, &role)) return false;
+  std::string& role = out->role;
+  role.clear();
+  if (!CountObject<true>(message, &c, &role, other)) return false;
   out->tokens = EstimateFromCounts(c);
   out->tool_call_blocks = c.tool_call_blocks;
   return true;

@@ -6,7 +6,9 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,13 +30,19 @@ struct MessageMeasure {
   // arguments' "path"), leaves them to ExtractFileOps on the message.
   bool file_calls_known = true;
   std::vector<FileCall> file_calls;
+  std::string role;  // the last string "role"
 };
 
 // Measures the object `message` in one forward pass. Returns false (and the
 // iterator is spent) when the message needs the tolerant path of
 // EstimateMessageTokens(json): a parse error, escaped object keys or unusual
 // numbers in tool-call arguments, lone surrogates.
-bool MeasureMessageObject(simdjson::ondemand::object message, MessageMeasure* out);
+// `other`, when given, gets every member the estimate does not read (any key
+// but role, content, command, output, summary) in order, during the same
+// pass, so a caller reading more of the message needs no second walk.
+bool MeasureMessageObject(
+    simdjson::ondemand::object message, MessageMeasure* out,
+    const std::function<void(std::string_view key, simdjson::ondemand::value v)>* other = nullptr);
 
 // The two paths EstimateMessageTokens(json) chooses between, for tests: the
 // fast one (nullopt where it gives up) must agree with the full one wherever

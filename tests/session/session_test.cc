@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "compactor/context.h"
+#include "compactor/estimate.h"
 #include "compactor/file_ops.h"
 #include "compactor/writer.h"
 #include "support/test_util.h"
@@ -393,6 +394,79 @@ TEST(Writer, NewIdsAreFreshHex) {
   EXPECT_EQ(u.size(), 36u);
   EXPECT_EQ(u[14], '7');
   EXPECT_EQ(NowIsoTimestamp().size(), 24u);
+}
+
+// Measuring messages while indexing must not change what the index reads of
+// them, including for messages the one-walk measure gives up on (decimal
+// numbers in tool arguments, escaped keys) and "message" members of entries
+// that are no messages.
+TEST(Session, MeasuringWhileIndexingKeepsEveryField) {
+  const std::string usage =
+      R"("usage":{"input":10,"output":5,"cacheRead":1,"cacheWrite":2,"totalTokens":18})";
+  const std::vector<std::string> messages = {
+      R"({"role":"assistant","provider":"p1","model":"m1","content":[{"type":"text","text":"hi"}],)" +
+          usage + R"(,"stopReason":"stop"})",
+      R"({"provider":"p2","content":[{"type":"toolCall","id":"c","name":"edit","arguments":{"path":"a","x":1.5}}],"role":"assistant","model":"m2",)" +
+          usage + R"(,"stopReason":"toolUse"})",
+      R"({"role":"assistant","model":"m3","content":[{"type":"toolCall","id":"c","name":"x","arguments":{"p\u0061th":"a"}}],"stopReason":"toolUse"})",
+      R"({"role":"user","content":"plain"})",
+      R"({"role":"toolResult","toolCallId":"c","content":[{"type":"text","text":"ok"}],"role":"assistant","provider":"late"})",
+  };
+  std::string text = std::string(kHeader) + "\n";
+  for (size_t i = 0; i < messages.size(); ++i) {
+    text += R"({"type":"message","id":"m)" + std::to_string(i) +
+            R"(","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":)" + messages[i] +
+            "}\n";
+  }
+  // Duplicate "message" members (JSON.parse keeps the last) and a "message"
+  // member on an entry that is no message.
+  text +=
+      R"({"type":"message","id":"d","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"first"},"message":{"role":"assistant","provider":"p9","content":[{"type":"text","text":"second one"}]}})"
+      "\n";
+  text +=
+      R"({"type":"custom","id":"x","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"not a message entry"}})"
+      "\n";
+  LoadOptions measured;
+  measured.estimate_messages = true;
+  for (int threads : {1, 2}) {
+    measured.threads = threads;
+    auto a = MustLoad(text);
+    auto b = MustLoad(text, measured);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->size(), b->size());
+    for (size_t i = 0; i < a->size(); ++i) {
+      const Entry& x = a->entry(i);
+      const Entry& y = b->entry(i);
+      EXPECT_EQ(x.role_name, y.role_name) << i;
+      EXPECT_EQ(x.role, y.role) << i;
+      EXPECT_EQ(x.provider, y.provider) << i;
+      EXPECT_EQ(x.model, y.model) << i;
+      EXPECT_EQ(x.stop_reason, y.stop_reason) << i;
+      EXPECT_EQ(x.has_usage, y.has_usage) << i;
+      EXPECT_EQ(x.usage.total_tokens, y.usage.total_tokens) << i;
+      EXPECT_EQ(x.usage.cache_write, y.usage.cache_write) << i;
+      EXPECT_EQ(a->MessageJson(i), b->MessageJson(i)) << i;
+      if (y.type == EntryType::kMessage) {
+        // -1: left to the tolerant estimate when the message is read.
+        if (y.estimate != -1) {
+          EXPECT_EQ(y.estimate, EstimateMessageTokens(b->MessageJson(i))) << i;
+        }
+      } else {
+        EXPECT_EQ(y.estimate, -1) << i;
+        EXPECT_FALSE(b->ForEachFileCall(i, [](std::string_view, std::string_view) {})) << i;
+      }
+    }
+    EXPECT_NE(b->entry(0).estimate, -1);
+    EXPECT_NE(b->entry(3).estimate, -1);
+    EXPECT_EQ(b->entry(1).provider, "p2");
+    EXPECT_EQ(b->entry(1).model, "m2");
+    EXPECT_EQ(b->entry(4).provider, "late");
+    EXPECT_EQ(b->entry(4).role, Role::kAssistant);  // the last "role" wins
+    EXPECT_EQ(b->entry(5).provider, "p9");
+    EXPECT_EQ(b->entry(5).estimate,
+              EstimateMessageTokens(
+                  R"({"role":"assistant","content":[{"type":"text","text":"second one"}]})"));
+  }
 }
 
 // The file tool calls the index pass records must be what a parse of the
