@@ -104,7 +104,15 @@ struct SummaryRequest {
   // Cooperative cancellation, polled between units of work; returning true
   // makes the summarizer stop with kCancelled. May be empty.
   std::function<bool()> is_cancelled;
+  // Set only for summarizers whose ReadsMessagesInOrder() is true, when the
+  // caller is still parsing later messages: messages[i] may be read once
+  // wait_for_messages(n) with n > i has returned. Empty: every message is ready.
+  std::function<void(size_t n)> wait_for_messages;
 };
+
+// Waits until the first `n` messages of `request` may be read (see
+// SummaryRequest::wait_for_messages); returns at once when nothing is pending.
+void AwaitMessages(const SummaryRequest& request, size_t n);
 
 // kHistory + previous summary -> kUpdate; every other kind unchanged.
 SummaryKind EffectiveKind(const SummaryRequest& request);
@@ -118,6 +126,11 @@ class Summarizer {
   // A short stable name ("offline", "anthropic", ...).
   virtual std::string_view name() const = 0;
   virtual Result<std::string> Summarize(const SummaryRequest& request) const = 0;
+  // True for a summarizer that reads request.messages from the first to the
+  // last, calling AwaitMessages(request, i + 1) before it reads messages[i].
+  // CompactFile then starts the summary while it parses the later messages of
+  // a long history. Default false: every message is parsed before the call.
+  virtual bool ReadsMessagesInOrder() const { return false; }
 };
 
 // The guard from real bug reports: a request whose messages serialize to

@@ -5,6 +5,7 @@
 #include <system_error>
 #include <thread>
 
+#include "compact/message_feed.h"
 #include "compactor/compact.h"
 #include "compactor/entries.h"
 #include "compactor/estimate.h"
@@ -51,59 +52,11 @@ int64_t NowMs(const CompactOptions& o) {
       .count();
 }
 
-// Parses `lists` in order into one vector (messages that do not parse are
-// left out); counts[i] is how many came from lists[i]. Long histories are
-// parsed by two threads: parsing is most of an offline compaction's time and
-// each message parses on its own.
-std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists,
-                              std::vector<size_t>* counts = nullptr) {
-  std::vector<const ContextMessage*> in;
-  size_t bytes = 0;
-  for (const auto* list : lists) {
-    for (const ContextMessage& cm : *list) {
-      in.push_back(&cm);
-      bytes += cm.json().size();
-    }
-  }
-  std::vector<Message> parsed(in.size());
-  std::vector<char> ok(in.size(), 0);
-  auto run = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i) {
-      auto m = ParseMessage(in[i]->json());
-      if (!m.ok()) continue;
-      parsed[i] = std::move(m).value();
-      ok[i] = 1;
-    }
-  };
-  constexpr size_t kParallelBytes = 4u << 20;
-  size_t half = in.size();
-  std::thread worker;
-  if (bytes >= kParallelBytes && std::thread::hardware_concurrency() >= 2) {
-    // Split by bytes, not by count: tool results dwarf most messages.
-    size_t acc = 0;
-    half = 0;
-    while (half < in.size() && acc < bytes / 2) acc += in[half++]->json().size();
-    try {
-      worker = std::thread(run, half, in.size());
-    } catch (const std::system_error&) {
-      half = in.size();  // no thread to be had: parse everything here
-    }
-  }
-  run(0, half);
-  if (worker.joinable()) worker.join();
-  std::vector<Message> out;
-  out.reserve(in.size());
-  if (counts) counts->assign(lists.size(), 0);
-  size_t i = 0, list_index = 0;
-  for (const auto* list : lists) {
-    for (size_t k = 0; k < list->size(); ++k, ++i) {
-      if (!ok[i]) continue;
-      out.push_back(std::move(parsed[i]));
-      if (counts) ++(*counts)[list_index];
-    }
-    ++list_index;
-  }
-  return out;
+// Every message of `lists`, parsed (see internal::MessageFeed).
+std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists) {
+  internal::MessageFeed feed(lists);
+  feed.ParseAll();
+  return feed.TakeMessages();
 }
 
 std::string DetailsJson(const FileLists& lists, const std::string& extra_members = "") {
@@ -234,12 +187,19 @@ Result<ComputedCompaction> ComputeSummary(const Session& session, const CompactO
   }
   if (!supplied) {
     // One vector for both: the compacting hooks see them together, the
-    // summaries each see their own part.
-    std::vector<size_t> counts;
-    const std::vector<Message> all =
-        ParseAll({&prep->messages_to_summarize, &prep->turn_prefix_messages}, &counts);
-    const std::span<const Message> history = std::span(all).first(counts[0]);
-    const std::span<const Message> prefix = std::span(all).subspan(counts[0]);
+    // summaries each see their own part. A summarizer that reads in order
+    // starts while later messages are parsed.
+    internal::MessageFeed feed({&prep->messages_to_summarize, &prep->turn_prefix_messages});
+    const bool stream = summarizer.ReadsMessagesInOrder();
+    if (stream) {
+      feed.Start();
+    } else {
+      feed.ParseAll();
+    }
+    const size_t history_size = prep->messages_to_summarize.size();
+    const std::span<const Message> all = feed.messages();
+    const std::span<const Message> history = all.first(history_size);
+    const std::span<const Message> prefix = all.subspan(history_size);
     SummaryRequest req;
     req.kind = SummaryKind::kHistory;
     req.previous_summary = prep->previous_summary.value_or("");
@@ -247,12 +207,19 @@ Result<ComputedCompaction> ComputeSummary(const Session& session, const CompactO
     req.modified_files = prep->file_lists.modified_files;
     req.max_output_tokens =
         DefaultMaxOutputTokens(SummaryKind::kHistory, o.settings.reserve_tokens);
-    ApplyCompactingHooks(o, session, all, &req, &preserve, &r.hook_errors);
+    if (o.hooks) feed.WaitFor(all.size());  // the hooks see every message
+    ApplyCompactingHooks(o, session, feed.messages(), &req, &preserve, &r.hook_errors);
+    if (stream) req.wait_for_messages = [&feed](size_t n) { feed.WaitFor(n); };
     if (prep->is_split_turn && !prefix.empty()) {
       SummaryRequest preq = req;
       preq.kind = SummaryKind::kTurnPrefix;
       preq.previous_summary.clear();
       preq.messages = prefix;
+      if (stream) {
+        preq.wait_for_messages = [&feed, history_size](size_t n) {
+          feed.WaitFor(history_size + n);
+        };
+      }
       preq.max_output_tokens =
           DefaultMaxOutputTokens(SummaryKind::kTurnPrefix, o.settings.reserve_tokens);
       // The two summaries are independent: run the turn prefix concurrently.

@@ -533,11 +533,13 @@ struct PendingCall {
 
 class Extractor {
  public:
-  Result<Facts> Run(std::span<const Message> messages, const std::function<bool()>& is_cancelled) {
+  Result<Facts> Run(std::span<const Message> messages, const std::function<bool()>& is_cancelled,
+                    const std::function<void(size_t)>& wait_for_messages) {
     for (size_t i = 0; i < messages.size(); ++i) {
       if ((i & 255) == 0 && is_cancelled && is_cancelled()) {
         return Status::Cancelled("summarization cancelled");
       }
+      if (wait_for_messages) wait_for_messages(i + 1);
       const Message& m = messages[i];
       int64_t order = static_cast<int64_t>(i);
       switch (m.role) {
@@ -1282,9 +1284,10 @@ void ApplySupersessionPairwise(std::vector<Statement*>& timeline) {
 }
 
 Result<Facts> ExtractFacts(std::span<const Message> messages,
-                           const std::function<bool()>& is_cancelled) {
+                           const std::function<bool()>& is_cancelled,
+                           const std::function<void(size_t)>& wait_for_messages) {
   Extractor extractor;
-  return extractor.Run(messages, is_cancelled);
+  return extractor.Run(messages, is_cancelled, wait_for_messages);
 }
 
 }  // namespace compactor::summarize

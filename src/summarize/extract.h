@@ -93,9 +93,11 @@ struct Facts {
   std::string last_assistant_error;  // stop reason "error" on the last assistant
 };
 
-// Runs the extraction. `is_cancelled` is polled every few hundred messages.
+// Runs the extraction. `is_cancelled` is polled every few hundred messages;
+// `wait_for_messages(n)`, when set, is called before messages[n - 1] is read.
 Result<Facts> ExtractFacts(std::span<const Message> messages,
-                           const std::function<bool()>& is_cancelled);
+                           const std::function<bool()>& is_cancelled,
+                           const std::function<void(size_t)>& wait_for_messages = nullptr);
 
 // Revised statements: marks earlier statements superseded by later ones (the
 // later one wins). Applied within and across the constraint and decision lists.

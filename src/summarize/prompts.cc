@@ -203,11 +203,16 @@ SummaryKind EffectiveKind(const SummaryRequest& request) {
   return request.kind;
 }
 
+void AwaitMessages(const SummaryRequest& request, size_t n) {
+  if (request.wait_for_messages) request.wait_for_messages(std::min(n, request.messages.size()));
+}
+
 Status CheckSummarizable(const SummaryRequest& request) {
   // Any serialized part at all means there is something; most requests
   // answer at their first message.
-  for (const Message& m : request.messages) {
-    if (!SerializeForSummaryParts(std::span<const Message>(&m, 1)).empty()) return Status::Ok();
+  for (size_t i = 0; i < request.messages.size(); ++i) {
+    AwaitMessages(request, i + 1);
+    if (!SerializeForSummaryParts(request.messages.subspan(i, 1)).empty()) return Status::Ok();
   }
   return Status::FailedPrecondition(std::string("nothing to summarize: the ") +
                                     std::string(SummaryKindName(request.kind)) + " request has " +
@@ -267,6 +272,7 @@ Result<SummaryPrompt> BuildSummaryPrompt(const SummaryRequest& request) {
     return prompt;
   }
 
+  AwaitMessages(request, request.messages.size());
   std::vector<SerializedPart> parts = SerializeForSummaryParts(request.messages);
   int64_t fixed = EstimateTextTokens(prompt.system_prompt) +
                   EstimateTextTokens(AssembleUserText("", request, kind)) + 16;
@@ -338,6 +344,7 @@ Result<std::string> SummarizeInPasses(const Summarizer& summarizer, const Summar
                                       std::to_string(request.max_input_tokens) +
                                       " tokens is too small for a summary pass");
   }
+  AwaitMessages(request, request.messages.size());
   std::vector<SerializedPart> parts = SerializeForSummaryParts(request.messages);
   // Chunk boundaries fall between messages; a message alone over budget is
   // a chunk of its own (BuildSummaryPrompt cuts its middle).
@@ -370,6 +377,7 @@ Result<std::string> SummarizeInPasses(const Summarizer& summarizer, const Summar
     }
     SummaryRequest pass = request;
     pass.messages = request.messages.subspan(begin, end - begin);
+    pass.wait_for_messages = nullptr;  // all parsed (awaited above)
     pass.previous_summary = running;
     pass.kind = running.empty() ? SummaryKind::kHistory : SummaryKind::kUpdate;
     if (!CheckSummarizable(pass).ok()) continue;  // a chunk of unreadable messages

@@ -166,6 +166,48 @@ TEST(Engine, LongHistoriesReachTheSummarizerInOrder) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->compacted);
   EXPECT_EQ(hook_seen, expected);
+
+  // A summarizer that reads in order gets the messages while they are parsed:
+  // it waits for each before reading it and sees the same sequence.
+  class InOrder : public Summarizer {
+   public:
+    std::string_view name() const override { return "in-order"; }
+    bool ReadsMessagesInOrder() const override { return true; }
+    Result<std::string> Summarize(const SummaryRequest& r) const override {
+      std::vector<std::string> call;
+      for (size_t i = 0; i < r.messages.size(); ++i) {
+        AwaitMessages(r, i + 1);
+        call.push_back(Fingerprint(r.messages[i]));
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      streamed = streamed || static_cast<bool>(r.wait_for_messages);
+      calls.push_back(std::move(call));
+      return std::string("ok");
+    }
+    mutable std::mutex mu;
+    mutable bool streamed = false;
+    mutable std::vector<std::vector<std::string>> calls;
+  } in_order;
+  CompactOptions streaming = Options(&in_order);
+  streaming.dry_run = true;
+  auto s = CompactFile(path, streaming);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(in_order.streamed);
+  std::vector<std::string> all_seen;
+  for (const auto& call : in_order.calls) all_seen.insert(all_seen.end(), call.begin(), call.end());
+  std::vector<std::string> sorted_seen = all_seen, sorted_expected = expected;
+  std::sort(sorted_seen.begin(), sorted_seen.end());
+  std::sort(sorted_expected.begin(), sorted_expected.end());
+  EXPECT_EQ(sorted_seen, sorted_expected);
+  ASSERT_FALSE(in_order.calls.empty());
+  // The history call is the one that starts with the first message.
+  bool history_in_order = false;
+  for (const auto& call : in_order.calls) {
+    if (!call.empty() && call.front() == expected.front()) {
+      history_in_order = std::equal(call.begin(), call.end(), expected.begin());
+    }
+  }
+  EXPECT_TRUE(history_in_order);
   // Without a split turn the one summary sees everything; with one the history
   // and the turn prefix go to two calls (finishing in either order).
   std::vector<std::vector<std::string>> want = {expected};

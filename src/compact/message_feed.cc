@@ -1,0 +1,96 @@
+#include "compact/message_feed.h"
+
+#include <system_error>
+
+namespace compactor::internal {
+namespace {
+
+// Below this much JSON a second thread costs more than it saves.
+constexpr size_t kParallelBytes = 4u << 20;
+// Messages parsed between two announcements to a waiting reader.
+constexpr size_t kPublishEvery = 32;
+
+bool CanUseTwoThreads(size_t bytes) {
+  return bytes >= kParallelBytes && std::thread::hardware_concurrency() >= 2;
+}
+
+}  // namespace
+
+MessageFeed::MessageFeed(std::initializer_list<const std::vector<ContextMessage>*> lists) {
+  for (const auto* list : lists) {
+    for (const ContextMessage& cm : *list) {
+      in_.push_back(&cm);
+      bytes_ += cm.json().size();
+    }
+  }
+  messages_.resize(in_.size());
+}
+
+MessageFeed::~MessageFeed() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (worker_.joinable()) worker_.join();
+}
+
+void MessageFeed::Parse(size_t from, size_t to, bool publish) {
+  for (size_t i = from; i < to; ++i) {
+    if (stop_.load(std::memory_order_relaxed)) break;
+    auto m = ParseMessage(in_[i]->json());
+    if (m.ok()) messages_[i] = std::move(m).value();
+    if (publish && (i + 1 - from) % kPublishEvery == 0) Publish(i + 1);
+  }
+  if (publish) Publish(to);
+}
+
+void MessageFeed::Publish(size_t n) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.store(n, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+void MessageFeed::ParseAll() {
+  const size_t n = in_.size();
+  size_t half = n;
+  if (CanUseTwoThreads(bytes_)) {
+    // Split by bytes, not by count: tool results dwarf most messages.
+    size_t acc = 0;
+    half = 0;
+    while (half < n && acc < bytes_ / 2) acc += in_[half++]->json().size();
+    try {
+      worker_ = std::thread([this, half, n] { Parse(half, n, false); });
+    } catch (const std::system_error&) {
+      half = n;  // no thread to be had: parse everything here
+    }
+  }
+  Parse(0, half, false);
+  if (worker_.joinable()) worker_.join();
+  ready_.store(n, std::memory_order_release);
+}
+
+void MessageFeed::Start() {
+  if (CanUseTwoThreads(bytes_)) {
+    try {
+      worker_ = std::thread([this] {
+        try {
+          Parse(0, in_.size(), true);
+        } catch (...) {
+          Publish(in_.size());  // out of memory: unparsed slots stay empty, no reader hangs
+        }
+      });
+      return;
+    } catch (const std::system_error&) {
+      // no thread to be had: parse here
+    }
+  }
+  ParseAll();
+}
+
+void MessageFeed::WaitFor(size_t n) {
+  if (n > in_.size()) n = in_.size();
+  if (ready_.load(std::memory_order_acquire) >= n) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return ready_.load(std::memory_order_acquire) >= n; });
+}
+
+}  // namespace compactor::internal
