@@ -384,9 +384,13 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
   std::vector<UserPrompt> prompts;
   std::vector<Message> to_summarize;
   std::string previous_summary;
-  for (const ContextMessage& cm : ctx.messages) {
-    auto m = ParseMessage(cm.json());
-    if (!m.ok()) continue;
+  internal::MessageFeed feed({&ctx.messages});
+  feed.ParseAll();
+  std::vector<Message> parsed = feed.TakeMessages();
+  for (size_t i = 0; i < ctx.messages.size(); ++i) {
+    const ContextMessage& cm = ctx.messages[i];
+    if (!feed.parsed(i)) continue;
+    Message* m = &parsed[i];
     if (cm.origin == "summary") {
       previous_summary = m->JoinedText();
       continue;
@@ -404,7 +408,7 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
         if (blk.kind == ContentBlock::Kind::kImage) ++p.media_parts;
       prompts.push_back(std::move(p));
     }
-    to_summarize.push_back(std::move(m).value());
+    to_summarize.push_back(std::move(*m));
   }
   FileOps ops;
   ExtractFileOps(to_summarize, ops);

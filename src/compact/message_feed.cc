@@ -24,6 +24,7 @@ MessageFeed::MessageFeed(std::initializer_list<const std::vector<ContextMessage>
     }
   }
   messages_.resize(in_.size());
+  parsed_.assign(in_.size(), 0);
 }
 
 MessageFeed::~MessageFeed() {
@@ -35,7 +36,10 @@ void MessageFeed::Parse(size_t from, size_t to, bool publish) {
   for (size_t i = from; i < to; ++i) {
     if (stop_.load(std::memory_order_relaxed)) break;
     auto m = ParseMessage(in_[i]->json());
-    if (m.ok()) messages_[i] = std::move(m).value();
+    if (m.ok()) {
+      messages_[i] = std::move(m).value();
+      parsed_[i] = 1;
+    }
     if (publish && (i + 1 - from) % kPublishEvery == 0) Publish(i + 1);
   }
   if (publish) Publish(to);

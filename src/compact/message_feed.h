@@ -39,6 +39,8 @@ class MessageFeed {
 
   // Every slot; a slot may be read once WaitFor covered it.
   const std::vector<Message>& messages() const { return messages_; }
+  // Whether slot i held a JSON object (read after WaitFor covered it).
+  bool parsed(size_t i) const { return parsed_[i] != 0; }
   // The messages, moved out (after ParseAll).
   std::vector<Message> TakeMessages() { return std::move(messages_); }
 
@@ -49,6 +51,7 @@ class MessageFeed {
   std::vector<const ContextMessage*> in_;
   size_t bytes_ = 0;
   std::vector<Message> messages_;
+  std::vector<char> parsed_;
   std::atomic<size_t> ready_{0};
   std::atomic<bool> stop_{false};
   std::mutex mu_;

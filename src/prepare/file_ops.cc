@@ -123,11 +123,40 @@ bool Utf16Less(std::string_view a, std::string_view b) {
   }
 }
 
+// Adds the "path" of a file tool call's arguments (JSON text): the last
+// "path" member, as JSON.parse keeps. simdjson's DOM (a write's arguments hold
+// a whole file, which nlohmann would copy into a tree); text it rejects goes
+// to the nlohmann parse as before.
+void AddArgumentsPath(std::string_view arguments_json, const std::string& tool, FileOps& ops) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(arguments_json.data(), arguments_json.size(), true).get(root)) {
+    AddPath(ParseOrNull(arguments_json), tool, ops);
+    return;
+  }
+  simdjson::dom::object args;
+  if (root.get_object().get(args)) return;
+  std::optional<std::string_view> path;
+  for (simdjson::dom::key_value_pair member : args) {
+    if (member.key != "path") continue;
+    std::string_view value;
+    path = member.value.get_string().get(value) ? std::nullopt : std::optional(value);
+  }
+  if (!path || path->empty()) return;
+  if (tool == "read") {
+    ops.read.insert(std::string(*path));
+  } else if (tool == "write") {
+    ops.written.insert(std::string(*path));
+  } else if (tool == "edit") {
+    ops.edited.insert(std::string(*path));
+  }
+}
+
 void ExtractFileOps(const Message& message, FileOps& ops) {
   if (message.role != Role::kAssistant) return;
   for (const ContentBlock& block : message.content) {
     if (block.kind != ContentBlock::Kind::kToolCall || !IsFileTool(block.tool_name)) continue;
-    AddPath(ParseOrNull(block.arguments_json), block.tool_name, ops);
+    AddArgumentsPath(block.arguments_json, block.tool_name, ops);
   }
 }
 

@@ -80,6 +80,39 @@ TEST(FileOpsTest, ParsedMessageGivesTheSameResult) {
   EXPECT_THAT(from_message.read, ElementsAre("docs/ü.md"));
 }
 
+// Messages built elsewhere (a provider's tool calls) carry arguments as the
+// model wrote them: the last "path" counts, as JSON.parse keeps it, and text
+// that is not JSON names no file.
+TEST(FileOpsTest, MessageArgumentsAsWritten) {
+  auto call = [](const std::string& name, const std::string& args) {
+    ContentBlock b;
+    b.kind = ContentBlock::Kind::kToolCall;
+    b.tool_name = name;
+    b.arguments_json = args;
+    return b;
+  };
+  Message m;
+  m.role = Role::kAssistant;
+  m.content = {
+      call("read", R"({"path":"first.ts","path":"last.ts"})"),
+      call("read", R"({"path":"a.ts","path":7})"),
+      call("read", R"({"path":"a\u0062.ts"})"),
+      call("edit", R"({"path":"broken.ts")"),
+      call("edit", R"({"path":"trailing.ts"} x)"),
+      call("write", R"({"content":")" + std::string(100000, 'x') + R"(","path":"big.ts"})"),
+      call("write", R"(["path","array.ts"])"),
+      call("bash", R"({"path":"bash.ts"})")};
+  FileOps ops;
+  ExtractFileOps(m, ops);
+  EXPECT_THAT(ops.read, ElementsAre("ab.ts", "last.ts"));
+  EXPECT_THAT(ops.edited, IsEmpty());
+  EXPECT_THAT(ops.written, ElementsAre("big.ts"));
+  m.role = Role::kUser;
+  FileOps none;
+  ExtractFileOps(m, none);
+  EXPECT_THAT(none.read, IsEmpty());
+}
+
 TEST(FileOpsTest, ModifiedFilesAreNotListedAsRead) {
   FileOps ops;
   ops.read = {"b.ts", "a.ts", "c.ts"};
