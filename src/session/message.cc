@@ -6,6 +6,7 @@
 
 #include "compactor/js_json.h"
 #include "util/js_canonical.h"
+#include "util/json_scan.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -128,8 +129,8 @@ Result<Message> ParseMessage(std::string_view json) {
   element root;
   auto err = parser.parse(json.data(), json.size(), true).get(root);
   std::string repaired;
-  if (err == simdjson::STRING_ERROR && internal::HasLoneSurrogateEscape(json)) {
-    repaired = internal::ReplaceLoneSurrogateEscapes(json);
+  // JSON.parse reads what simdjson refuses here: lone surrogates, huge numbers.
+  if (err && internal::RepairForJsonParse(json, err, &repaired)) {
     err = parser.parse(repaired.data(), repaired.size(), true).get(root);
   }
   if (err)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "util/js_canonical.h"
+#include "util/json_scan.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -256,9 +257,9 @@ Result<std::string> JsCanonicalJson(std::string_view json) {
   simdjson::dom::element root;
   auto err = parser.parse(json.data(), json.size(), true).get(root);
   std::string repaired;
-  if (err == simdjson::STRING_ERROR && internal::HasLoneSurrogateEscape(json)) {
-    // Lone surrogates survive as U+FFFD (JavaScript would print \udxxx: 5 more units each).
-    repaired = internal::ReplaceLoneSurrogateEscapes(json);
+  // Lone surrogates survive as U+FFFD (JavaScript would print \udxxx: 5 more units each);
+  // numbers beyond simdjson's range read as JSON.parse reads them.
+  if (err && internal::RepairForJsonParse(json, err, &repaired)) {
     err = parser.parse(repaired.data(), repaired.size(), true).get(root);
   }
   if (err) return Status::Corruption(std::string("invalid JSON: ") + simdjson::error_message(err));

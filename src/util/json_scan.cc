@@ -1,6 +1,12 @@
 #include "util/json_scan.h"
 
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstdlib>
+
 #include "compactor/js_json.h"
+#include "util/utf8.h"
 
 namespace compactor::internal {
 namespace {
@@ -126,6 +132,95 @@ std::string SetMember(std::string_view json, std::string_view key, std::string_v
   out += raw_value;
   out += json.substr(close);
   return out;
+}
+
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Whether the integer literal `digits` (no sign, no leading zeros but "0")
+// fits simdjson's 64-bit integers: int64 when negative, uint64 otherwise.
+bool FitsInteger(std::string_view digits, bool negative) {
+  std::string_view limit = negative ? "9223372036854775808" : "18446744073709551615";
+  if (digits.size() != limit.size()) return digits.size() < limit.size();
+  return digits <= limit;
+}
+
+}  // namespace
+
+bool ReplaceOutOfRangeNumbers(std::string_view json, std::string* out) {
+  std::string result;
+  bool changed = false;
+  size_t copied = 0;  // json[copied, i) is still to be copied
+  size_t i = 0;
+  while (i < json.size()) {
+    const char c = json[i];
+    if (c == '"') {  // skip the string
+      ++i;
+      while (i < json.size() && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
+      ++i;
+      continue;
+    }
+    if (c != '-' && !IsDigit(c)) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    const bool negative = c == '-';
+    if (negative) ++i;
+    const size_t int_start = i;
+    while (i < json.size() && IsDigit(json[i])) ++i;
+    const std::string_view digits = json.substr(int_start, i - int_start);
+    bool is_float = false;
+    if (i < json.size() && json[i] == '.') {
+      is_float = true;
+      ++i;
+      while (i < json.size() && IsDigit(json[i])) ++i;
+    }
+    if (i < json.size() && (json[i] == 'e' || json[i] == 'E')) {
+      is_float = true;
+      ++i;
+      if (i < json.size() && (json[i] == '+' || json[i] == '-')) ++i;
+      while (i < json.size() && IsDigit(json[i])) ++i;
+    }
+    const std::string_view token = json.substr(start, i - start);
+    std::string replacement;
+    if (!is_float) {
+      if (digits.empty() || FitsInteger(digits, negative)) continue;
+      replacement = std::string(token) + ".0";
+    } else {
+      const double v = std::strtod(std::string(token).c_str(), nullptr);
+      if (!std::isinf(v)) continue;
+      replacement = "null";
+    }
+    result.append(json.substr(copied, start - copied));
+    result += replacement;
+    copied = i;
+    changed = true;
+  }
+  if (!changed) return false;
+  result.append(json.substr(copied));
+  *out = std::move(result);
+  return true;
+}
+
+bool RepairForJsonParse(std::string_view json, int error, std::string* out) {
+  std::string text(json);
+  bool repaired = false;
+  if (error == simdjson::STRING_ERROR && HasLoneSurrogateEscape(text)) {
+    text = ReplaceLoneSurrogateEscapes(text);
+    repaired = true;
+  }
+  if (error == simdjson::NUMBER_ERROR || repaired) {
+    std::string numbers;
+    if (ReplaceOutOfRangeNumbers(text, &numbers)) {
+      text = std::move(numbers);
+      repaired = true;
+    }
+  }
+  if (!repaired) return false;
+  *out = std::move(text);
+  return true;
 }
 
 }  // namespace compactor::internal

@@ -31,6 +31,18 @@ std::string RemoveMember(std::string_view json, std::string_view key);
 // member appended at the end when absent. `raw_value` is JSON text.
 std::string SetMember(std::string_view json, std::string_view key, std::string_view raw_value);
 
+// Numbers simdjson rejects but JSON.parse reads, rewritten to what JSON.parse
+// makes of them: integers beyond 64 bits get a fraction (".0", so they parse
+// as the nearest double, like JavaScript's), magnitudes beyond a double become
+// null (JavaScript's Infinity, which JSON.stringify prints as null). Strings
+// are left alone. Returns false (and leaves `out` alone) when there is none.
+bool ReplaceOutOfRangeNumbers(std::string_view json, std::string* out);
+
+// A text simdjson refused with `error` made parseable the way JSON.parse
+// reads it (lone surrogate escapes, out-of-range numbers); false when no
+// repair applies.
+bool RepairForJsonParse(std::string_view json, int error, std::string* out);
+
 }  // namespace compactor::internal
 
 #endif  // COMPACTOR_SRC_UTIL_JSON_SCAN_H_

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "compactor/message.h"
 #include "util/json_scan.h"
 #include "util/utf8.h"
 
@@ -45,6 +46,29 @@ TEST(JsCanonical, ReordersIntegerKeysAndCollapsesDuplicates) {
   EXPECT_EQ(*r, R"({"2":3,"10":2,"b":4,"a":{"x":[1,2,0]},"01":5})");
   auto bad = JsCanonicalJson("{nope");
   EXPECT_FALSE(bad.ok());
+}
+
+// Numbers simdjson refuses but JSON.parse reads (checked against node): huge
+// integers become the nearest double, huge magnitudes Infinity (printed null);
+// the same digits inside strings stay as they are.
+TEST(JsCanonical, ReadsNumbersBeyondSimdjsonsRangeLikeJsonParse) {
+  const std::string in =
+      R"([123456789012345678901,-9223372036854775809,1e400,-1e400,18446744073709551615,)"
+      R"(9007199254740993,"x 1e400 123456789012345678901",{"a":1E-400,"b":"\"-99999999999999999999"}])";
+  auto out = JsCanonicalJson(in);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(
+      *out,
+      R"([123456789012345680000,-9223372036854776000,null,null,18446744073709552000,)"
+      R"(9007199254740992,"x 1e400 123456789012345678901",{"a":0,"b":"\"-99999999999999999999"}])");
+  // A message holding such a number parses instead of being dropped.
+  auto m = ParseMessage(R"({"role":"assistant","content":[{"type":"toolCall","id":"c","name":"x",)"
+                        R"("arguments":{"id":123456789012345678901}}]})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->content[0].arguments_json, R"({"id":123456789012345680000})");
+  std::string repaired;
+  EXPECT_FALSE(internal::ReplaceOutOfRangeNumbers(R"([1,-2,3.5e10,18446744073709551615,"9e999"])",
+                                                  &repaired));
 }
 
 TEST(JsCanonical, LengthCountsUtf16Units) {
