@@ -32,6 +32,34 @@ std::unique_ptr<Session> MustLoad(const std::string& text, const LoadOptions& o 
   return r.ok() ? std::move(r).value() : nullptr;
 }
 
+// Every indexed field of every entry agrees between two loads of the same
+// text (estimates too when both measured them).
+void ExpectSameEntries(const Session& a, const Session& b, bool estimates) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Entry& x = a.entry(i);
+    const Entry& y = b.entry(i);
+    EXPECT_EQ(x.id, y.id) << i;
+    EXPECT_EQ(x.parent_id, y.parent_id) << i;
+    EXPECT_EQ(x.line, y.line) << i;
+    EXPECT_EQ(x.type, y.type) << i;
+    EXPECT_EQ(x.role_name, y.role_name) << i;
+    EXPECT_EQ(x.role, y.role) << i;
+    EXPECT_EQ(x.label, y.label) << i;
+    EXPECT_EQ(x.provider, y.provider) << i;
+    EXPECT_EQ(x.model, y.model) << i;
+    EXPECT_EQ(x.stop_reason, y.stop_reason) << i;
+    EXPECT_EQ(x.has_usage, y.has_usage) << i;
+    EXPECT_EQ(x.usage.total_tokens, y.usage.total_tokens) << i;
+    EXPECT_EQ(x.usage.cache_write, y.usage.cache_write) << i;
+    if (estimates) {
+      EXPECT_EQ(x.estimate, y.estimate) << i;
+    }
+    EXPECT_EQ(a.EntryJson(i), b.EntryJson(i)) << i;
+    EXPECT_EQ(a.MessageJson(i), b.MessageJson(i)) << i;
+  }
+}
+
 TEST(Session, IndexesEntriesAndLeaf) {
   auto s = MustLoad(std::string(kHeader) + "\n" + Msg("a", "", "user", "hi") + "\n" +
                     Msg("b", "a", "assistant", "yo") + "\n");
@@ -296,20 +324,7 @@ void ExpectSameLoad(const std::string& text, int threads) {
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->header().id, b->header().id);
   EXPECT_EQ(a->header().line, b->header().line);
-  ASSERT_EQ(a->size(), b->size());
-  for (size_t i = 0; i < a->size(); ++i) {
-    const Entry& x = a->entry(i);
-    const Entry& y = b->entry(i);
-    EXPECT_EQ(x.id, y.id) << i;
-    EXPECT_EQ(x.parent_id, y.parent_id) << i;
-    EXPECT_EQ(x.line, y.line) << i;
-    EXPECT_EQ(x.type, y.type) << i;
-    EXPECT_EQ(x.role_name, y.role_name) << i;
-    EXPECT_EQ(x.label, y.label) << i;
-    EXPECT_EQ(x.estimate, y.estimate) << i;
-    EXPECT_EQ(a->EntryJson(i), b->EntryJson(i)) << i;
-    EXPECT_EQ(a->MessageJson(i), b->MessageJson(i)) << i;
-  }
+  ExpectSameEntries(*a, *b, /*estimates=*/true);
   ASSERT_EQ(w1.size(), wn.size());
   for (size_t i = 0; i < w1.size(); ++i) EXPECT_EQ(w1[i].ToString(), wn[i].ToString());
   EXPECT_EQ(a->LabelOf("m1"), b->LabelOf("m1"));
@@ -433,19 +448,9 @@ TEST(Session, MeasuringWhileIndexingKeepsEveryField) {
     auto a = MustLoad(text);
     auto b = MustLoad(text, measured);
     ASSERT_TRUE(a && b);
-    ASSERT_EQ(a->size(), b->size());
+    ExpectSameEntries(*a, *b, /*estimates=*/false);
     for (size_t i = 0; i < a->size(); ++i) {
-      const Entry& x = a->entry(i);
       const Entry& y = b->entry(i);
-      EXPECT_EQ(x.role_name, y.role_name) << i;
-      EXPECT_EQ(x.role, y.role) << i;
-      EXPECT_EQ(x.provider, y.provider) << i;
-      EXPECT_EQ(x.model, y.model) << i;
-      EXPECT_EQ(x.stop_reason, y.stop_reason) << i;
-      EXPECT_EQ(x.has_usage, y.has_usage) << i;
-      EXPECT_EQ(x.usage.total_tokens, y.usage.total_tokens) << i;
-      EXPECT_EQ(x.usage.cache_write, y.usage.cache_write) << i;
-      EXPECT_EQ(a->MessageJson(i), b->MessageJson(i)) << i;
       if (y.type == EntryType::kMessage) {
         // -1: left to the tolerant estimate when the message is read.
         if (y.estimate != -1) {
