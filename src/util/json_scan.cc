@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "compactor/js_json.h"
 #include "util/utf8.h"
@@ -18,17 +19,20 @@ size_t SkipSpace(std::string_view s, size_t i) {
   return i;
 }
 
-// i at an opening quote; returns one past the closing quote.
+// i at an opening quote; returns one past the closing quote. Jumps from quote
+// to quote with memchr (strings are most of a session's bytes): a quote ends
+// the string unless an odd run of backslashes stands right before it.
 size_t SkipString(std::string_view s, size_t i) {
-  ++i;
-  while (i < s.size()) {
-    if (s[i] == '\\') {
-      i += 2;
-    } else if (s[i] == '"') {
-      return i + 1;
-    } else {
-      ++i;
-    }
+  const size_t body = i + 1;
+  size_t from = body;
+  while (from < s.size()) {
+    const void* hit = std::memchr(s.data() + from, '"', s.size() - from);
+    if (hit == nullptr) break;
+    const size_t q = static_cast<size_t>(static_cast<const char*>(hit) - s.data());
+    size_t backslashes = 0;
+    while (q - backslashes > body && s[q - backslashes - 1] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return q + 1;
+    from = q + 1;
   }
   return s.size();
 }
@@ -155,10 +159,8 @@ bool ReplaceOutOfRangeNumbers(std::string_view json, std::string* out) {
   size_t i = 0;
   while (i < json.size()) {
     const char c = json[i];
-    if (c == '"') {  // skip the string
-      ++i;
-      while (i < json.size() && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
-      ++i;
+    if (c == '"') {
+      i = SkipString(json, i);
       continue;
     }
     if (c != '-' && !IsDigit(c)) {

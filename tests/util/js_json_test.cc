@@ -133,5 +133,24 @@ TEST(JsonScan, FindsRemovesAndSetsMembers) {
   EXPECT_EQ(SetMember("{}", "id", "1"), R"({"id":1})");
 }
 
+// Strings are skipped quote to quote: escaped quotes and runs of backslashes
+// before a quote decide where a string ends.
+TEST(JsonScan, StringsWithEscapedQuotesAndBackslashes) {
+  using namespace internal;
+  const std::string j =
+      R"({"a":"x\"y","b":"\\","c":"\\\"}\\","d":"","e":["\"",{"k":"v\\"}],"f":1})";
+  EXPECT_EQ(FindMember(j, "a"), R"("x\"y")");
+  EXPECT_EQ(FindMember(j, "b"), R"("\\")");
+  EXPECT_EQ(FindMember(j, "c"), R"("\\\"}\\")");
+  EXPECT_EQ(FindMember(j, "d"), R"("")");
+  EXPECT_EQ(FindMember(j, "e"), R"(["\"",{"k":"v\\"}])");
+  EXPECT_EQ(FindMember(j, "f"), "1");
+  const std::vector<JsonMember> members = ScanObjectMembers(j);
+  ASSERT_EQ(members.size(), 6u);
+  EXPECT_EQ(members[2].raw_key, "c");
+  // An unterminated string runs to the end.
+  EXPECT_EQ(FindMember(R"({"a":"never closed)", "a"), R"("never closed)");
+}
+
 }  // namespace
 }  // namespace compactor
