@@ -207,9 +207,10 @@ class Agent {
 
  private:
   Result<compactor::LlmRequest> BuildRequest() {
-    // The runtime owns the file; the context is rebuilt from it each turn so
-    // compactions (and their replayable native history) take effect at once.
-    auto session = compactor::Session::Open(rt_->session_path());
+    // The runtime owns the file; the context is rebuilt from its current
+    // reading each turn, so compactions (and their replayable native history)
+    // take effect at once without a second load of the file.
+    auto session = rt_->CurrentSession();
     if (!session.ok()) return session.status();
     compactor::ContextOptions co;
     co.leaf_id = rt_->leaf_id();

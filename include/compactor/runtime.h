@@ -212,6 +212,11 @@ class Runtime {
   // The context size now, re-estimated from the session (provider usage from
   // before the latest compaction is ignored).
   Result<double> CurrentTokens();
+  // The session as the runtime last read it: re-read only after the
+  // runtime's own writes, so an agent that builds each request from it (with
+  // leaf_id()) costs no extra load per turn. The Session is never modified;
+  // a later write makes the next call return a new one.
+  Result<std::shared_ptr<const Session>> CurrentSession();
   std::string session_path() const;  // changes after a handoff
   std::string leaf_id() const;
   ModelInfo model() const;

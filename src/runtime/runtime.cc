@@ -804,6 +804,12 @@ Result<double> Runtime::CurrentTokens() {
   return s_->Measure();
 }
 
+Result<std::shared_ptr<const Session>> Runtime::CurrentSession() {
+  std::unique_lock lk(s_->mu);
+  ASSIGN_OR_RETURN(std::shared_ptr<Session> session, s_->Load());
+  return std::shared_ptr<const Session>(std::move(session));
+}
+
 std::string Runtime::session_path() const {
   std::lock_guard lk(s_->mu);
   return s_->path;

@@ -200,6 +200,26 @@ TEST(Runtime, ThresholdCompactionAfterTurnReestimatesIgnoringStaleUsage) {
   EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
 }
 
+// The session an agent builds its request from: the runtime's own reading,
+// shared until the runtime writes again.
+TEST(Runtime, CurrentSessionIsReReadOnlyAfterWrites) {
+  Fixture f;
+  auto rt = OpenOrDie(f.Options(MakeSession(3, 100)));
+  auto first = rt->CurrentSession();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto again = rt->CurrentSession();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(first->get(), again->get());  // nothing written: the same reading
+  const size_t before = (*first)->size();
+  Turn(*rt, AssistantJson("stop", 3000, "a new answer"));
+  auto after = rt->CurrentSession();
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(first->get(), after->get());
+  EXPECT_EQ((*after)->size(), before + 1);
+  EXPECT_EQ((*after)->entry(*(*after)->Leaf()).id, rt->leaf_id());
+  EXPECT_EQ((*first)->size(), before);  // an earlier reading stays as it was
+}
+
 TEST(Runtime, BelowThresholdDoesNothing) {
   Fixture f;
   auto rt = OpenOrDie(f.Options(MakeSession(20, 2000)));
