@@ -38,6 +38,10 @@ int64_t QuarterCharTokens(std::string_view text);
 
 bool IsProtectedTool(const std::vector<std::string>& tools, std::string_view name);
 
+// The record of replacing output `t` with `replacement` (tokens_saved: what
+// the output costs beyond the replacement's QuarterCharTokens, at least 0).
+ReplacedOutput Replace(const Session& session, const ToolOutput& t, std::string replacement);
+
 // Resolves the optional leaf to a valid index (nullopt for an empty session).
 Result<std::optional<size_t>> ResolveLeaf(const Session& session, std::optional<size_t> leaf);
 

@@ -171,15 +171,7 @@ Result<RewritePlan> PlanMask(const Session& session, std::optional<size_t> leaf,
       plan.kept++;
       continue;
     }
-    ReplacedOutput r;
-    r.entry_index = t.entry_index;
-    r.path_index = t.path_index;
-    r.entry_id = session.entry(t.entry_index).id;
-    r.tool_name = t.message.tool_name;
-    r.tool_call_id = t.message.tool_call_id;
-    r.tokens = t.tokens;
-    r.tokens_saved = t.tokens - cost;
-    r.replacement = std::move(text);
+    ReplacedOutput r = internal::Replace(session, t, std::move(text));
     plan.tokens_saved += r.tokens_saved;
     masked.push_back(std::move(r));
   }

@@ -48,6 +48,19 @@ bool IsProtectedTool(const std::vector<std::string>& tools, std::string_view nam
   return std::find(tools.begin(), tools.end(), name) != tools.end();
 }
 
+ReplacedOutput Replace(const Session& session, const ToolOutput& t, std::string replacement) {
+  ReplacedOutput r;
+  r.entry_index = t.entry_index;
+  r.path_index = t.path_index;
+  r.entry_id = session.entry(t.entry_index).id;
+  r.tool_name = t.message.tool_name;
+  r.tool_call_id = t.message.tool_call_id;
+  r.tokens = t.tokens;
+  r.tokens_saved = std::max<int64_t>(0, t.tokens - QuarterCharTokens(replacement));
+  r.replacement = std::move(replacement);
+  return r;
+}
+
 Result<std::optional<size_t>> ResolveLeaf(const Session& session, std::optional<size_t> leaf) {
   if (leaf) {
     if (*leaf >= session.size())
@@ -130,15 +143,7 @@ Result<RewritePlan> PlanPrune(const Session& session, std::optional<size_t> leaf
       plan.kept++;
       continue;
     }
-    ReplacedOutput r;
-    r.entry_index = t.entry_index;
-    r.path_index = t.path_index;
-    r.entry_id = session.entry(t.entry_index).id;
-    r.tool_name = t.message.tool_name;
-    r.tool_call_id = t.message.tool_call_id;
-    r.tokens = t.tokens;
-    r.replacement = PruneNotice(t.tokens);
-    r.tokens_saved = std::max<int64_t>(0, t.tokens - internal::QuarterCharTokens(r.replacement));
+    ReplacedOutput r = internal::Replace(session, t, PruneNotice(t.tokens));
     plan.candidate_savings += r.tokens_saved;
     candidates.push_back(std::move(r));
   }
