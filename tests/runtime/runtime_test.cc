@@ -31,6 +31,15 @@ std::string Dump(const nlohmann::ordered_json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Provider usage reporting `total_tokens` (all of it input).
+nlohmann::ordered_json UsageJson(double total_tokens) {
+  return {{"input", total_tokens},
+          {"output", 0},
+          {"cacheRead", 0},
+          {"cacheWrite", 0},
+          {"totalTokens", total_tokens}};
+}
+
 std::string UserJson(const std::string& text) {
   return Dump({{"role", "user"}, {"content", text}, {"timestamp", 1}});
 }
@@ -44,12 +53,7 @@ std::string AssistantJson(const std::string& stop, double total_tokens,
       {"api", "anthropic-messages"},
       {"provider", "p"},
       {"model", model},
-      {"usage",
-       {{"input", total_tokens},
-        {"output", 0},
-        {"cacheRead", 0},
-        {"cacheWrite", 0},
-        {"totalTokens", total_tokens}}},
+      {"usage", UsageJson(total_tokens)},
       {"stopReason", stop}};
   if (!error.empty()) j["errorMessage"] = error;
   j["timestamp"] = 2;
@@ -64,12 +68,7 @@ std::string ToolCallJson(const std::string& id, double total_tokens) {
                                                            {"arguments", {{"command", "ls"}}}}})},
                {"provider", "p"},
                {"model", "m"},
-               {"usage",
-                {{"input", total_tokens},
-                 {"output", 0},
-                 {"cacheRead", 0},
-                 {"cacheWrite", 0},
-                 {"totalTokens", total_tokens}}},
+               {"usage", UsageJson(total_tokens)},
                {"stopReason", "toolUse"},
                {"timestamp", 2}});
 }
