@@ -25,6 +25,7 @@ namespace compactor::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInputError = 1;
 inline constexpr int kExitUsageError = 2;
+inline constexpr int kExitInternalError = 4;  // out of memory or a bug (docs/cli.md)
 
 // Options every command that reads a session shares.
 struct SessionArgs {

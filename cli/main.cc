@@ -1,6 +1,9 @@
 // compactor: command-line shell over the library. Parses arguments, calls one
 // library function per subcommand and maps Status to exit codes (docs/cli.md).
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <new>
 
 #include "commands.h"
 #include "common.h"
@@ -13,7 +16,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "compactor 0.1.0");
   app.footer(
       "Exit codes: 0 ok, 1 input error (unreadable or invalid session), 2 usage error, 3 eval "
-      "--check target missed.");
+      "--check target missed, 4 internal error (out of memory).");
   RegisterContext(app);
   RegisterStats(app);
   RegisterTree(app);
@@ -29,6 +32,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsageError;
+  } catch (const std::bad_alloc&) {
+    // The library reports errors as values; only running out of memory (or a
+    // bug) gets here. Writes are appends or atomic renames: no file is left half done.
+    std::fflush(stdout);
+    std::fputs("compactor: out of memory\n", stderr);
+    return kExitInternalError;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "compactor: internal error: %s\n", e.what());
+    return kExitInternalError;
   }
   std::fflush(stdout);
   return ExitCode();

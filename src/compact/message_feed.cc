@@ -1,5 +1,6 @@
 #include "compact/message_feed.h"
 
+#include <exception>
 #include <system_error>
 
 namespace compactor::internal {
@@ -62,13 +63,20 @@ void MessageFeed::ParseAll() {
     half = 0;
     while (half < n && acc < bytes_ / 2) acc += in_[half++]->json().size();
     try {
-      worker_ = std::thread([this, half, n] { Parse(half, n, false); });
+      worker_ = std::thread([this, half, n] {
+        try {
+          Parse(half, n, false);
+        } catch (...) {
+          error_ = std::current_exception();  // rethrown below, on the caller's thread
+        }
+      });
     } catch (const std::system_error&) {
       half = n;  // no thread to be had: parse everything here
     }
   }
-  Parse(0, half, false);
+  Parse(0, half, false);  // a throw here unwinds through ~MessageFeed, which joins
   if (worker_.joinable()) worker_.join();
+  if (error_) std::rethrow_exception(error_);
   ready_.store(n, std::memory_order_release);
 }
 
@@ -79,7 +87,12 @@ void MessageFeed::Start() {
         try {
           Parse(0, in_.size(), true);
         } catch (...) {
-          Publish(in_.size());  // out of memory: unparsed slots stay empty, no reader hangs
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            error_ = std::current_exception();
+            failed_.store(true, std::memory_order_release);
+          }
+          Publish(in_.size());  // wake every reader: WaitFor rethrows
         }
       });
       return;
@@ -92,9 +105,16 @@ void MessageFeed::Start() {
 
 void MessageFeed::WaitFor(size_t n) {
   if (n > in_.size()) n = in_.size();
-  if (ready_.load(std::memory_order_acquire) >= n) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return ready_.load(std::memory_order_acquire) >= n; });
+  if (ready_.load(std::memory_order_acquire) < n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ready_.load(std::memory_order_acquire) >= n; });
+  }
+  // A worker that failed (out of memory) published everything unparsed: its
+  // error goes to the reader rather than a summary of half the messages.
+  if (failed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::rethrow_exception(error_);
+  }
 }
 
 }  // namespace compactor::internal

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <initializer_list>
 #include <mutex>
 #include <thread>
@@ -34,7 +35,8 @@ class MessageFeed {
   // Parses on a worker thread, in order; WaitFor tells when a prefix is
   // ready. Short histories (or no thread to be had) are parsed here instead.
   void Start();
-  // Blocks until the first `n` messages are parsed.
+  // Blocks until the first `n` messages are parsed. Rethrows what the worker
+  // threw (std::bad_alloc); ParseAll rethrows it too, on the caller's thread.
   void WaitFor(size_t n);
 
   // Every slot; a slot may be read once WaitFor covered it.
@@ -57,6 +59,8 @@ class MessageFeed {
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread worker_;
+  std::exception_ptr error_;  // guarded by mu_ while a streaming worker runs
+  std::atomic<bool> failed_{false};
 };
 
 }  // namespace compactor::internal

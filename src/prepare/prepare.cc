@@ -3,6 +3,7 @@
 #include "compactor/prepare.h"
 
 #include <algorithm>
+#include <exception>
 #include <initializer_list>
 #include <system_error>
 #include <thread>
@@ -135,13 +136,26 @@ void CollectFileOps(const Session& session,
   while (half < jobs.size() && acc < bytes / 2) acc += jobs[half++].json.size();
   FileOps second;
   std::thread worker;
+  std::exception_ptr worker_error;  // rethrown here: a throw on a thread would terminate
   try {
-    worker = std::thread([&] { run(half, jobs.size(), second); });
+    worker = std::thread([&] {
+      try {
+        run(half, jobs.size(), second);
+      } catch (...) {
+        worker_error = std::current_exception();
+      }
+    });
   } catch (const std::system_error&) {
     run(half, jobs.size(), second);  // no thread to be had
   }
-  run(0, half, ops);
+  try {
+    run(0, half, ops);
+  } catch (...) {
+    if (worker.joinable()) worker.join();
+    throw;
+  }
   if (worker.joinable()) worker.join();
+  if (worker_error) std::rethrow_exception(worker_error);
   ops.read.merge(second.read);
   ops.written.merge(second.written);
   ops.edited.merge(second.edited);

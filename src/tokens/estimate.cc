@@ -349,7 +349,9 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
       }
     }
   }
-  if (kFast && c->calls && type == "toolCall")
+  // Any "type" of "toolCall" (not only the last): a repeated key then marks the
+  // calls unknown, as a parse that reads the first one could disagree.
+  if (kFast && c->calls && saw_tool_call)
     RecordFileCall(type_keys, name_keys, args_keys, raw_name, path, c->calls);
   if (type == "text")
     c->text += text;

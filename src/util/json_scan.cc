@@ -1,10 +1,10 @@
 #include "util/json_scan.h"
 
-#include <simdjson.h>
-
-#include <cmath>
-#include <cstdlib>
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstring>
+#include <system_error>
 
 #include "compactor/js_json.h"
 #include "util/utf8.h"
@@ -150,6 +150,48 @@ bool FitsInteger(std::string_view digits, bool negative) {
   return digits <= limit;
 }
 
+// Whether the JSON number `token` is too large for a double (JSON.parse
+// gives Infinity). Decided from its decimal magnitude, locale-free; only the
+// 1e308 decade needs an actual conversion. Tiny numbers are not "beyond": they
+// round to 0 in simdjson as in JavaScript.
+bool BeyondDouble(std::string_view token) {
+  size_t i = token.starts_with('-') ? 1 : 0;
+  const size_t int_begin = i;
+  while (i < token.size() && IsDigit(token[i])) ++i;
+  const std::string_view int_part = token.substr(int_begin, i - int_begin);
+  std::string_view frac;
+  if (i < token.size() && token[i] == '.') {
+    const size_t b = ++i;
+    while (i < token.size() && IsDigit(token[i])) ++i;
+    frac = token.substr(b, i - b);
+  }
+  int64_t exponent = 0;
+  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    const bool minus = i < token.size() && token[i] == '-';
+    if (i < token.size() && (token[i] == '+' || token[i] == '-')) ++i;
+    for (; i < token.size() && IsDigit(token[i]); ++i) {
+      exponent = std::min<int64_t>(exponent * 10 + (token[i] - '0'), 1000000);
+    }
+    if (minus) exponent = -exponent;
+  }
+  // The power of ten of the first significant digit.
+  int64_t magnitude;
+  const size_t lead = int_part.find_first_not_of('0');
+  if (lead != std::string_view::npos) {
+    magnitude = static_cast<int64_t>(int_part.size() - lead) - 1 + exponent;
+  } else {
+    const size_t f = frac.find_first_not_of('0');
+    if (f == std::string_view::npos) return false;  // zero
+    magnitude = -static_cast<int64_t>(f) - 1 + exponent;
+  }
+  if (magnitude != 308) return magnitude > 308;
+  double value = 0;
+  const std::string_view body = token.substr(token.starts_with('-') ? 1 : 0);
+  auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), value);
+  return ec == std::errc::result_out_of_range;
+}
+
 }  // namespace
 
 bool ReplaceOutOfRangeNumbers(std::string_view json, std::string* out) {
@@ -187,13 +229,12 @@ bool ReplaceOutOfRangeNumbers(std::string_view json, std::string* out) {
     }
     const std::string_view token = json.substr(start, i - start);
     std::string replacement;
-    if (!is_float) {
-      if (digits.empty() || FitsInteger(digits, negative)) continue;
+    if (BeyondDouble(token)) {
+      replacement = "null";
+    } else if (!is_float && !digits.empty() && !FitsInteger(digits, negative)) {
       replacement = std::string(token) + ".0";
     } else {
-      const double v = std::strtod(std::string(token).c_str(), nullptr);
-      if (!std::isinf(v)) continue;
-      replacement = "null";
+      continue;
     }
     result.append(json.substr(copied, start - copied));
     result += replacement;
@@ -207,18 +248,20 @@ bool ReplaceOutOfRangeNumbers(std::string_view json, std::string* out) {
 }
 
 bool RepairForJsonParse(std::string_view json, int error, std::string* out) {
+  // Both repairs whenever they apply: simdjson reports only the first problem,
+  // and versions differ in which error a huge integer gives (NUMBER_ERROR,
+  // BIGINT_ERROR from 3.7).
+  if (error == 0) return false;
   std::string text(json);
   bool repaired = false;
-  if (error == simdjson::STRING_ERROR && HasLoneSurrogateEscape(text)) {
+  if (HasLoneSurrogateEscape(text)) {
     text = ReplaceLoneSurrogateEscapes(text);
     repaired = true;
   }
-  if (error == simdjson::NUMBER_ERROR || repaired) {
-    std::string numbers;
-    if (ReplaceOutOfRangeNumbers(text, &numbers)) {
-      text = std::move(numbers);
-      repaired = true;
-    }
+  std::string numbers;
+  if (ReplaceOutOfRangeNumbers(text, &numbers)) {
+    text = std::move(numbers);
+    repaired = true;
   }
   if (!repaired) return false;
   *out = std::move(text);

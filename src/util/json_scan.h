@@ -38,9 +38,9 @@ std::string SetMember(std::string_view json, std::string_view key, std::string_v
 // are left alone. Returns false (and leaves `out` alone) when there is none.
 bool ReplaceOutOfRangeNumbers(std::string_view json, std::string* out);
 
-// A text simdjson refused with `error` made parseable the way JSON.parse
-// reads it (lone surrogate escapes, out-of-range numbers); false when no
-// repair applies.
+// A text simdjson refused with `error` (non-zero) made parseable the way
+// JSON.parse reads it (lone surrogate escapes, out-of-range numbers); false
+// when no repair applies.
 bool RepairForJsonParse(std::string_view json, int error, std::string* out);
 
 }  // namespace compactor::internal

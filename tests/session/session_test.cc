@@ -501,6 +501,8 @@ TEST(Session, FileCallsRecordedWhileIndexing) {
       {"[" + call("re\\u0061d", R"({"path":"a.ts"})") + "]", false, {}},     // escaped name
       {"[" + call("read", R"({"path":"a.ts","path":"b.ts"})") + "]", false, {}},
       {R"([{"type":"toolCall","name":"read","name":"edit","arguments":{"path":"a"}}])", false, {}},
+      // The first "type" makes it a call for a parse that reads the first key.
+      {R"([{"type":"toolCall","name":"read","arguments":{"path":"a"},"type":"text"}])", false, {}},
   };
   std::string text = std::string(kHeader) + "\n";
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -66,6 +66,20 @@ TEST(JsCanonical, ReadsNumbersBeyondSimdjsonsRangeLikeJsonParse) {
                         R"("arguments":{"id":123456789012345678901}}]})");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->content[0].arguments_json, R"({"id":123456789012345680000})");
+  // The edge of a double, integers too long for one, zero and tiny exponents
+  // (checked against node's JSON.stringify(JSON.parse(x))).
+  const std::string zeros292(292, '0'), zeros291(291, '0');
+  auto edge = JsCanonicalJson("[1.7976931348623157e308,1.8e308,-1.8e308,17976931348623157" +
+                              zeros292 + ",179769313486231581" + zeros291 +
+                              ",0.0000e500,1e-400,12345678901234567890123]");
+  ASSERT_TRUE(edge.ok()) << edge.status().ToString();
+  EXPECT_EQ(*edge,
+            "[1.7976931348623157e+308,null,null,1.7976931348623157e+308,null,0,0,"
+            "1.2345678901234568e+22]");
+  // Both repairs at once: a huge number before a lone surrogate.
+  auto both = ParseMessage(R"({"role":"user","n":1e400,"content":"a\ud800b"})");
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_EQ(both->content_string, "a\xEF\xBF\xBD" "b");
   std::string repaired;
   EXPECT_FALSE(internal::ReplaceOutOfRangeNumbers(R"([1,-2,3.5e10,18446744073709551615,"9e999"])",
                                                   &repaired));
