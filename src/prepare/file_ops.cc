@@ -173,9 +173,9 @@ namespace internal {
 
 void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops) {
   // One forward pass with simdjson On-Demand (no DOM of the long thinking and
-  // text blocks). Lookups take the first occurrence of a key, as the DOM
-  // lookups this replaces did; paths are committed once the message's first
-  // "role" is known to be "assistant".
+  // text blocks). A repeated key counts its last value, as JSON.parse keeps
+  // (checked against pi): the last "role", the last "content" array, and in
+  // each block its last "type", "name", "arguments" and arguments' "path".
   thread_local simdjson::ondemand::parser parser;
   thread_local simdjson::padded_string buffer;
   if (buffer.size() < message_json.size())
@@ -191,21 +191,21 @@ void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops)
     char kind;
     std::string path;
   };
-  std::vector<Op> found;
-  bool seen_role = false, seen_content = false, assistant = false;
+  std::vector<Op> found;  // from the last "content"
+  bool assistant = false;
   for (auto field_result : m) {
     simdjson::ondemand::field field;
     std::string_view key;
     if (std::move(field_result).get(field) || field.unescaped_key().get(key)) return;
     simdjson::ondemand::value v = field.value();
-    if (key == "role" && !seen_role) {
-      seen_role = true;
+    if (key == "role") {
       std::string_view role;
-      if (v.get_string().get(role)) return;
-      assistant = role == "assistant";
-      if (!assistant) return;
-    } else if (key == "content" && !seen_content) {
-      seen_content = true;
+      assistant = !v.get_string().get(role) && role == "assistant";
+    } else if (key == "content") {
+      found.clear();
+      simdjson::ondemand::json_type ct;
+      if (v.type().get(ct)) return;
+      if (ct != simdjson::ondemand::json_type::array) continue;
       simdjson::ondemand::array content;
       if (v.get_array().get(content)) return;
       for (auto item_result : content) {
@@ -216,7 +216,7 @@ void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops)
         if (t != simdjson::ondemand::json_type::object) continue;
         simdjson::ondemand::object block;
         if (item.get_object().get(block)) return;
-        bool seen_type = false, seen_name = false, seen_args = false, is_call = false;
+        bool is_call = false;
         std::string name;
         std::optional<std::string> path;
         for (auto bf_result : block) {
@@ -224,16 +224,14 @@ void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops)
           std::string_view bk;
           if (std::move(bf_result).get(bf) || bf.unescaped_key().get(bk)) return;
           simdjson::ondemand::value bv = bf.value();
-          if (bk == "type" && !seen_type) {
-            seen_type = true;
+          if (bk == "type") {
             std::string_view type;
             is_call = !bv.get_string().get(type) && type == "toolCall";
-          } else if (bk == "name" && !seen_name) {
-            seen_name = true;
+          } else if (bk == "name") {
             std::string_view n;
-            if (!bv.get_string().get(n)) name.assign(n);
-          } else if (bk == "arguments" && !seen_args) {
-            seen_args = true;
+            name.assign(bv.get_string().get(n) ? std::string_view() : n);
+          } else if (bk == "arguments") {
+            path.reset();
             simdjson::ondemand::json_type at;
             if (bv.type().get(at)) return;
             if (at != simdjson::ondemand::json_type::object) continue;
@@ -244,10 +242,12 @@ void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops)
               std::string_view ak;
               if (std::move(af_result).get(af) || af.unescaped_key().get(ak)) return;
               if (ak != "path") continue;
-              simdjson::ondemand::value pv = af.value();
               std::string_view p;
-              if (!pv.get_string().get(p)) path.emplace(p);
-              break;  // only the first "path" counts
+              if (af.value().get_string().get(p)) {
+                path.reset();  // a later non-string "path" hides an earlier one
+              } else {
+                path.emplace(p);
+              }
             }
           }
         }

@@ -385,6 +385,11 @@ bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_st
         return false;
       }
     } else if (key == "content") {
+      // A repeated "content" counts its last value only, as JSON.parse keeps.
+      c->content_is_string = false;
+      c->content_string = c->text = c->thinking = c->tool_calls = c->images = 0;
+      c->tool_call_blocks = 0;
+      if (c->calls) c->calls->file_calls.clear();
       simdjson::ondemand::json_type t;
       if (v.type().get(t)) {
         if (kFast) return false;

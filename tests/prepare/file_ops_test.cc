@@ -46,21 +46,23 @@ TEST(FileOpsTest, OtherRolesAndBrokenJsonAddNothing) {
   EXPECT_THAT(ops.read, IsEmpty());
 }
 
-TEST(FileOpsTest, RepeatedKeysCountTheirFirstOccurrence) {
+TEST(FileOpsTest, RepeatedKeysCountTheirLastOccurrence) {
+  // JSON.parse keeps the last value of a repeated key, and so does pi's
+  // extraction (the oracle test PiOracleTest.RepeatedKeysInToolCalls).
   FileOps ops;
-  // The first "role", "content", "type", "name", "arguments" and "path" count.
   ExtractFileOpsFromJson(
-      R"({"role":"assistant","content":[)"
-      R"({"type":"toolCall","type":"text","name":"read","name":"bash",)"
-      R"("arguments":{"path":"first.ts","path":"second.ts"},"arguments":{"path":"third.ts"}},)"
-      R"({"name":"edit","arguments":{"x":1,"path":"e.ts"},"type":"toolCall"}],)"
-      R"("content":[{"type":"toolCall","name":"read","arguments":{"path":"not.ts"}}],)"
-      R"("role":"user"})",
+      R"({"role":"user","content":[{"type":"toolCall","name":"read","arguments":{"path":"gone.ts"}}],)"
+      R"("content":[)"
+      R"({"type":"text","type":"toolCall","name":"bash","name":"read",)"
+      R"("arguments":{"path":"third.ts"},"arguments":{"path":"first.ts","path":"second.ts"}},)"
+      R"({"name":"edit","arguments":{"path":"e.ts","path":7},"type":"toolCall"},)"
+      R"({"name":"edit","arguments":{"path":"w.ts"},"type":"toolCall","type":"text"}],)"
+      R"("role":"assistant"})",
       ops);
-  EXPECT_THAT(ops.read, ElementsAre("first.ts"));
-  EXPECT_THAT(ops.edited, ElementsAre("e.ts"));
+  EXPECT_THAT(ops.read, ElementsAre("second.ts"));
+  EXPECT_THAT(ops.edited, IsEmpty());
   FileOps none;
-  ExtractFileOpsFromJson(R"({"role":"user","role":"assistant","content":[)" +
+  ExtractFileOpsFromJson(R"({"role":"assistant","role":"user","content":[)" +
                              Call("read", R"({"path":"u.ts"})") + "]}",
                          none);
   EXPECT_THAT(none.read, IsEmpty());

@@ -388,6 +388,59 @@ TEST_F(PiOracleTest, CompactionsBranchesAndMetadata) {
   }
 }
 
+// Tool calls whose JSON repeats keys: pi reads them through JSON.parse (the
+// last value wins); so must the file operations, fast path or not.
+TEST_F(PiOracleTest, RepeatedKeysInToolCalls) {
+  std::string text =
+      R"({"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"})"
+      "\n";
+  std::string parent;
+  int n = 0;
+  auto add = [&](const std::string& message) {
+    std::string id = "e" + std::to_string(++n);
+    text += R"({"type":"message","id":")" + id + R"(","parentId":)" +
+            (parent.empty() ? std::string("null") : "\"" + parent + "\"") +
+            R"(,"timestamp":"2026-01-01T00:00:01.000Z","message":)" + message + "}\n";
+    parent = id;
+  };
+  const std::string usage =
+      R"("usage":{"input":10,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":11})";
+  const std::vector<std::string> calls = {
+      R"({"type":"toolCall","id":"c","name":"read","arguments":{"path":"first.ts","path":"second.ts"}})",
+      R"({"type":"toolCall","id":"c","name":"bash","name":"edit","arguments":{"path":"named.ts"}})",
+      R"({"type":"toolCall","id":"c","name":"write","arguments":{"path":"a.ts"},"arguments":{"path":"b.ts"}})",
+      // (A last "type" of "text" would make pi 0.73.1 crash: a text block without text.)
+      R"({"type":"text","id":"c","name":"read","arguments":{"path":"typed.ts"},"type":"toolCall"})",
+      R"({"type":"toolCall","id":"c","name":"read","arguments":{"path":"x.ts","path":1}})",
+  };
+  for (size_t t = 0; t < calls.size(); ++t) {
+    add(R"({"role":"user","content":"step )" + std::to_string(t) + " " + std::string(4000, 'u') +
+        R"(","timestamp":1})");
+    add(R"({"role":"assistant","content":[)" + calls[t] + R"(],"provider":"p","model":"m",)" +
+        usage + R"(,"stopReason":"toolUse","timestamp":2})");
+    add(R"({"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":")" +
+        std::string(8000, 'y') + R"("}],"isError":false,"timestamp":3})");
+  }
+  // A whole message with repeated "role" and "content" keys.
+  add(R"({"role":"user","content":[{"type":"toolCall","id":"c","name":"read","arguments":{"path":"hidden.ts"}}],)"
+      R"("content":[{"type":"toolCall","id":"c","name":"edit","arguments":{"path":"shown.ts"}}],)"
+      R"("role":"assistant","provider":"p","model":"m",)" +
+      usage + R"(,"stopReason":"toolUse","timestamp":2})");
+  add(R"({"role":"assistant","content":[{"type":"text","text":"done"}],"provider":"p","model":"m",)" +
+      usage + R"(,"stopReason":"stop","timestamp":4})");
+  add(R"({"role":"user","content":")" + std::string(12000, 'q') + R"(","timestamp":5})");
+  add(R"({"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"p","model":"m",)" +
+      usage + R"(,"stopReason":"stop","timestamp":6})");
+  std::string file = (dir_ / "repeated.jsonl").string();
+  std::ofstream(file) << text;
+  for (int64_t keep : {2000, 4000}) {
+    EXPECT_EQ(Compare(file, keep), "");
+  }
+  Json plan = Plan(file, 2000, "", false);
+  EXPECT_EQ(plan["preparation"]["readFiles"], Json::array({"second.ts", "typed.ts"}))
+      << plan.dump();
+}
+
 TEST_F(PiOracleTest, GeneratedSessions) {
   for (int seed : {1}) {
     std::string file = (dir_ / ("gen" + std::to_string(seed) + ".jsonl")).string();
