@@ -79,7 +79,9 @@ TEST(JsCanonical, ReadsNumbersBeyondSimdjsonsRangeLikeJsonParse) {
   // Both repairs at once: a huge number before a lone surrogate.
   auto both = ParseMessage(R"({"role":"user","n":1e400,"content":"a\ud800b"})");
   ASSERT_TRUE(both.ok()) << both.status().ToString();
-  EXPECT_EQ(both->content_string, "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(both->content_string,
+            "a\xEF\xBF\xBD"
+            "b");
   std::string repaired;
   EXPECT_FALSE(internal::ReplaceOutOfRangeNumbers(R"([1,-2,3.5e10,18446744073709551615,"9e999"])",
                                                   &repaired));
