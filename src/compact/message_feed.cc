@@ -3,6 +3,8 @@
 #include <exception>
 #include <system_error>
 
+#include "util/two_halves.h"
+
 namespace compactor::internal {
 namespace {
 
@@ -55,29 +57,10 @@ void MessageFeed::Publish(size_t n) {
 }
 
 void MessageFeed::ParseAll() {
-  const size_t n = in_.size();
-  size_t half = n;
-  if (CanUseTwoThreads(bytes_)) {
-    // Split by bytes, not by count: tool results dwarf most messages.
-    size_t acc = 0;
-    half = 0;
-    while (half < n && acc < bytes_ / 2) acc += in_[half++]->json().size();
-    try {
-      worker_ = std::thread([this, half, n] {
-        try {
-          Parse(half, n, false);
-        } catch (...) {
-          error_ = std::current_exception();  // rethrown below, on the caller's thread
-        }
-      });
-    } catch (const std::system_error&) {
-      half = n;  // no thread to be had: parse everything here
-    }
-  }
-  Parse(0, half, false);  // a throw here unwinds through ~MessageFeed, which joins
-  if (worker_.joinable()) worker_.join();
-  if (error_) std::rethrow_exception(error_);
-  ready_.store(n, std::memory_order_release);
+  RunInTwoHalves(
+      in_.size(), CanUseTwoThreads(bytes_), [this](size_t i) { return in_[i]->json().size(); },
+      [this](size_t from, size_t to, int) { Parse(from, to, false); });
+  ready_.store(in_.size(), std::memory_order_release);
 }
 
 void MessageFeed::Start() {

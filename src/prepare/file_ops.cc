@@ -79,14 +79,7 @@ void AddPath(const Json& arguments, const std::string& tool, FileOps& ops) {
   auto it = arguments.find("path");
   if (it == arguments.end() || !it->is_string()) return;
   std::string path = it->get<std::string>();
-  if (path.empty()) return;
-  if (tool == "read") {
-    ops.read.insert(std::move(path));
-  } else if (tool == "write") {
-    ops.written.insert(std::move(path));
-  } else if (tool == "edit") {
-    ops.edited.insert(std::move(path));
-  }
+  if (!path.empty()) internal::AddFileOp(tool, std::move(path), ops);
 }
 
 bool IsFileTool(std::string_view name) {
@@ -142,14 +135,7 @@ void AddArgumentsPath(std::string_view arguments_json, const std::string& tool, 
     std::string_view value;
     path = member.value.get_string().get(value) ? std::nullopt : std::optional(value);
   }
-  if (!path || path->empty()) return;
-  if (tool == "read") {
-    ops.read.insert(std::string(*path));
-  } else if (tool == "write") {
-    ops.written.insert(std::string(*path));
-  } else if (tool == "edit") {
-    ops.edited.insert(std::string(*path));
-  }
+  if (path && !path->empty()) internal::AddFileOp(tool, std::string(*path), ops);
 }
 
 void ExtractFileOps(const Message& message, FileOps& ops) {
@@ -188,8 +174,7 @@ void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops)
   simdjson::ondemand::object m;
   if (doc.get_object().get(m)) return;
   struct Op {
-    char kind;
-    std::string path;
+    std::string tool, path;
   };
   std::vector<Op> found;  // from the last "content"
   bool assistant = false;
@@ -252,19 +237,21 @@ void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops)
           }
         }
         if (!is_call || !IsFileTool(name) || !path || path->empty()) continue;
-        found.push_back({name[0], std::move(*path)});
+        found.push_back({std::move(name), std::move(*path)});
       }
     }
   }
   if (!assistant) return;
-  for (Op& op : found) {
-    if (op.kind == 'r') {
-      ops.read.insert(std::move(op.path));
-    } else if (op.kind == 'w') {
-      ops.written.insert(std::move(op.path));
-    } else {
-      ops.edited.insert(std::move(op.path));
-    }
+  for (Op& op : found) AddFileOp(op.tool, std::move(op.path), ops);
+}
+
+void AddFileOp(std::string_view tool, std::string path, FileOps& ops) {
+  if (tool == "read") {
+    ops.read.insert(std::move(path));
+  } else if (tool == "write") {
+    ops.written.insert(std::move(path));
+  } else if (tool == "edit") {
+    ops.edited.insert(std::move(path));
   }
 }
 

@@ -3,14 +3,13 @@
 #include "compactor/prepare.h"
 
 #include <algorithm>
-#include <exception>
 #include <initializer_list>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "prepare/file_ops_internal.h"
+#include "util/two_halves.h"
 
 namespace compactor {
 namespace {
@@ -97,14 +96,7 @@ void CollectFileOps(const Session& session,
   std::vector<Job> jobs;
   size_t bytes = 0;
   auto add = [&ops](std::string_view tool, std::string_view path) {
-    std::string p(path);
-    if (tool == "read") {
-      ops.read.insert(std::move(p));
-    } else if (tool == "write") {
-      ops.written.insert(std::move(p));
-    } else {
-      ops.edited.insert(std::move(p));
-    }
+    internal::AddFileOp(tool, std::string(path), ops);
   };
   for (const auto* list : lists) {
     for (const ContextMessage& m : *list) {
@@ -117,45 +109,21 @@ void CollectFileOps(const Session& session,
       bytes += m.json().size();
     }
   }
-  auto run = [&jobs](size_t from, size_t to, FileOps& out) {
-    for (size_t i = from; i < to; ++i) {
-      if (jobs[i].known_tool_calls) {
-        internal::ExtractFileOpsFromToolCallJson(jobs[i].json, out);
-      } else {
-        ExtractFileOpsFromJson(jobs[i].json, out);
-      }
-    }
-  };
   constexpr size_t kParallelBytes = 8u << 20;
-  if (bytes < kParallelBytes || std::thread::hardware_concurrency() < 2) {
-    run(0, jobs.size(), ops);
-    return;
-  }
-  // Split by bytes, not by count: tool-call messages vary a lot in size.
-  size_t half = 0, acc = 0;
-  while (half < jobs.size() && acc < bytes / 2) acc += jobs[half++].json.size();
   FileOps second;
-  std::thread worker;
-  std::exception_ptr worker_error;  // rethrown here: a throw on a thread would terminate
-  try {
-    worker = std::thread([&] {
-      try {
-        run(half, jobs.size(), second);
-      } catch (...) {
-        worker_error = std::current_exception();
-      }
-    });
-  } catch (const std::system_error&) {
-    run(half, jobs.size(), second);  // no thread to be had
-  }
-  try {
-    run(0, half, ops);
-  } catch (...) {
-    if (worker.joinable()) worker.join();
-    throw;
-  }
-  if (worker.joinable()) worker.join();
-  if (worker_error) std::rethrow_exception(worker_error);
+  internal::RunInTwoHalves(
+      jobs.size(), bytes >= kParallelBytes && std::thread::hardware_concurrency() >= 2,
+      [&jobs](size_t i) { return jobs[i].json.size(); },
+      [&](size_t from, size_t to, int half) {
+        FileOps& out = half == 0 ? ops : second;
+        for (size_t i = from; i < to; ++i) {
+          if (jobs[i].known_tool_calls) {
+            internal::ExtractFileOpsFromToolCallJson(jobs[i].json, out);
+          } else {
+            ExtractFileOpsFromJson(jobs[i].json, out);
+          }
+        }
+      });
   ops.read.merge(second.read);
   ops.written.merge(second.written);
   ops.edited.merge(second.edited);
