@@ -66,8 +66,8 @@ void AddSettingsArgs(CLI::App* cmd, SettingsArgs* args) {
 Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
   CompactionSettings s;
   if (!args.settings_file.empty()) {
-    ASSIGN_OR_RETURN(LoadedSettings loaded,
-                     LoadSettingsFile(args.settings_file, *RealSettingsFileSystem()));
+    COMPACTOR_ASSIGN_OR_RETURN(LoadedSettings loaded,
+                               LoadSettingsFile(args.settings_file, *RealSettingsFileSystem()));
     for (const SettingsWarning& w : loaded.warnings)
       fmt::print(stderr, "compactor: warning: {}\n", w.ToString());
     s = loaded.settings;
@@ -79,7 +79,7 @@ Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
   if (args.keep_messages) s.keep_messages = *args.keep_messages;
   if (args.context_window) s.context_window = *args.context_window;
   if (!args.tokenizer.empty()) s.tokenizer = args.tokenizer;
-  RETURN_IF_ERROR(ValidateSettings(s));
+  COMPACTOR_RETURN_IF_ERROR(ValidateSettings(s));
   return s;
 }
 
@@ -100,8 +100,8 @@ Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
                                                    const std::string& settings_file,
                                                    int64_t reserve_tokens) {
   if (name.empty() || name == "offline") return NewOfflineSummarizer();
-  ASSIGN_OR_RETURN(std::vector<ModelConfig> models,
-                   LoadModels(settings_file, "--summarizer " + name));
+  COMPACTOR_ASSIGN_OR_RETURN(std::vector<ModelConfig> models,
+                             LoadModels(settings_file, "--summarizer " + name));
   auto candidates = ResolveCandidates(models, name);
   if (!candidates.ok())
     return Status::InvalidArgument(settings_file + ": " + candidates.status().message());
@@ -114,11 +114,11 @@ Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
 Result<SessionWithContext> LoadWithContext(const SessionArgs& args, const std::string& leaf,
                                            bool expand) {
   SessionWithContext out;
-  ASSIGN_OR_RETURN(out.session, LoadSession(args));
+  COMPACTOR_ASSIGN_OR_RETURN(out.session, LoadSession(args));
   ContextOptions options;
   if (!leaf.empty()) options.leaf_id = leaf;
   options.expand_compactions = expand;
-  ASSIGN_OR_RETURN(out.context, BuildSessionContext(*out.session, options));
+  COMPACTOR_ASSIGN_OR_RETURN(out.context, BuildSessionContext(*out.session, options));
   return out;
 }
 

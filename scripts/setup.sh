@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 
 packages=(
-  g++ cmake make pkg-config ca-certificates git
+  g++ cmake make pkg-config ca-certificates git ccache
   libsimdjson-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev

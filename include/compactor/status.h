@@ -85,19 +85,19 @@ class [[nodiscard]] Result {
 #define COMPACTOR_CONCAT_(a, b) COMPACTOR_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function when `expr` (a Status) is not OK.
-#define RETURN_IF_ERROR(expr)         \
-  do {                                \
-    ::compactor::Status _st = (expr); \
-    if (!_st.ok()) return _st;        \
+#define COMPACTOR_RETURN_IF_ERROR(expr) \
+  do {                                  \
+    ::compactor::Status _st = (expr);   \
+    if (!_st.ok()) return _st;          \
   } while (0)
 
 // Evaluates `rexpr` (a Result<T>); on error returns its Status, otherwise moves
 // the value into `lhs` (which may be a declaration such as `auto x`).
-#define ASSIGN_OR_RETURN(lhs, rexpr) \
-  ASSIGN_OR_RETURN_IMPL_(COMPACTOR_CONCAT_(_res_, __LINE__), lhs, rexpr)
-#define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, rexpr) \
-  auto tmp = (rexpr);                           \
-  if (!tmp.ok()) return tmp.status();           \
+#define COMPACTOR_ASSIGN_OR_RETURN(lhs, rexpr) \
+  COMPACTOR_ASSIGN_OR_RETURN_IMPL_(COMPACTOR_CONCAT_(_res_, __LINE__), lhs, rexpr)
+#define COMPACTOR_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, rexpr) \
+  auto tmp = (rexpr);                                     \
+  if (!tmp.ok()) return tmp.status();                     \
   lhs = std::move(tmp).value()
 
 #endif  // COMPACTOR_INCLUDE_COMPACTOR_STATUS_H_

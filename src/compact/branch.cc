@@ -164,7 +164,7 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
       req.read_files = lists.read_files;
       req.modified_files = lists.modified_files;
       req.max_output_tokens = DefaultMaxOutputTokens(SummaryKind::kBranch, o.reserve_tokens);
-      ASSIGN_OR_RETURN(text, s->Summarize(req));
+      COMPACTOR_ASSIGN_OR_RETURN(text, s->Summarize(req));
     }
     summary = std::string(kBranchSummaryPreamble) + text + FormatFileOperations(lists);
   }
@@ -197,10 +197,10 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
 }
 
 Result<BranchResult> BranchFile(const std::string& path, const BranchOptions& o) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path));
-  ASSIGN_OR_RETURN(BranchResult r, ComputeBranch(*session, o));
+  COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path));
+  COMPACTOR_ASSIGN_OR_RETURN(BranchResult r, ComputeBranch(*session, o));
   if (r.noop || o.dry_run) return r;
-  RETURN_IF_ERROR(AppendLines(path, r.appended));
+  COMPACTOR_RETURN_IF_ERROR(AppendLines(path, r.appended));
   if (o.hooks) {
     AfterTreeEvent ev{r.new_leaf_id, r.old_leaf_id, r.summary.empty() ? "" : r.appended[0],
                       r.from_hook};

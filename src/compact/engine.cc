@@ -94,7 +94,7 @@ Result<CompactionPreparation*> PrepareOrSkip(const Session& session, const Compa
   po.settings = o.settings;
   po.leaf_id = o.leaf_id;
   po.pi_quirks = o.pi_quirks;
-  ASSIGN_OR_RETURN(*out, PrepareCompaction(session, po));
+  COMPACTOR_ASSIGN_OR_RETURN(*out, PrepareCompaction(session, po));
   result->tokens_before = out->estimate.tokens;
   if (!out->preparation) {
     switch (out->skip) {
@@ -116,7 +116,8 @@ Result<CompactionPreparation*> PrepareOrSkip(const Session& session, const Compa
 // Whether the trigger policy says the context needs compacting at all.
 Result<bool> BelowThreshold(const CompactOptions& o, double tokens, std::string* reason) {
   if (!o.only_if_needed) return false;
-  ASSIGN_OR_RETURN(TriggerDecision d, ShouldCompact(tokens, o.settings.context_window, o.settings));
+  COMPACTOR_ASSIGN_OR_RETURN(TriggerDecision d,
+                             ShouldCompact(tokens, o.settings.context_window, o.settings));
   *reason = d.reason;
   return !d.compact;
 }
@@ -146,10 +147,10 @@ Result<ComputedCompaction> ComputeSummary(const Session& session, const CompactO
   CompactionResult& r = out.result;
   r.strategy = Strategy::kSummary;
   PrepareResult pr;
-  ASSIGN_OR_RETURN(CompactionPreparation * prep, PrepareOrSkip(session, o, &pr, &r));
+  COMPACTOR_ASSIGN_OR_RETURN(CompactionPreparation * prep, PrepareOrSkip(session, o, &pr, &r));
   if (!prep) return out;
   std::string why;
-  ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
+  COMPACTOR_ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
   if (below) {
     r.skipped_reason = "below threshold: " + why;
     return out;
@@ -239,12 +240,12 @@ Result<ComputedCompaction> ComputeSummary(const Session& session, const CompactO
         }
       }
       auto p = prefix_future.get();
-      RETURN_IF_ERROR(history_status);
+      COMPACTOR_RETURN_IF_ERROR(history_status);
       if (!p.ok()) return p.status();
       summary = MergeSplitTurnSummaries(history_text, *p);
     } else {
       req.messages = history;
-      ASSIGN_OR_RETURN(summary, SummarizeInPasses(summarizer, req));
+      COMPACTOR_ASSIGN_OR_RETURN(summary, SummarizeInPasses(summarizer, req));
     }
     summary += FormatFileOperations(prep->file_lists);
   }
@@ -280,7 +281,7 @@ Result<ComputedCompaction> ComputeNotes(const Session& session, const CompactOpt
   r.strategy = Strategy::kNotes;
   if (o.notes_path.empty())
     return Status::InvalidArgument("the notes strategy needs a notes file (--notes FILE)");
-  ASSIGN_OR_RETURN(std::string notes, internal::ReadFile(o.notes_path));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string notes, internal::ReadFile(o.notes_path));
   size_t b = notes.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) {
     r.skipped_reason = "empty notes";
@@ -291,10 +292,10 @@ Result<ComputedCompaction> ComputeNotes(const Session& session, const CompactOpt
   CompactOptions po = o;
   po.settings.keep_policy = "messages";
   PrepareResult pr;
-  ASSIGN_OR_RETURN(CompactionPreparation * prep, PrepareOrSkip(session, po, &pr, &r));
+  COMPACTOR_ASSIGN_OR_RETURN(CompactionPreparation * prep, PrepareOrSkip(session, po, &pr, &r));
   if (!prep) return out;
   std::string why;
-  ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
+  COMPACTOR_ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
   if (below) {
     r.skipped_reason = "below threshold: " + why;
     return out;
@@ -346,8 +347,8 @@ Result<MeasuredContext> MeasureContext(const Session& session, const CompactOpti
   co.leaf_id = o.leaf_id;
   co.expand_compactions = expand;
   MeasuredContext m;
-  ASSIGN_OR_RETURN(m.ctx, BuildSessionContext(session, co));
-  ASSIGN_OR_RETURN(m.counter, TokenCounter::FromName(o.settings.tokenizer));
+  COMPACTOR_ASSIGN_OR_RETURN(m.ctx, BuildSessionContext(session, co));
+  COMPACTOR_ASSIGN_OR_RETURN(m.counter, TokenCounter::FromName(o.settings.tokenizer));
   m.est = EstimateContextTokens(session, m.ctx.messages, m.counter);
   r->tokens_before = m.est.tokens;
   return m;
@@ -360,7 +361,7 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
   ComputedCompaction out;
   CompactionResult& r = out.result;
   r.strategy = Strategy::kUserPrompts;
-  ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, true, &r));
+  COMPACTOR_ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, true, &r));
   const SessionContext& ctx = mc.ctx;
   const TokenCounter& counter = mc.counter;
   const ContextEstimate& est = mc.est;
@@ -373,7 +374,7 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
     return out;
   }
   std::string why;
-  ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
+  COMPACTOR_ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
   if (below) {
     r.skipped_reason = "below threshold: " + why;
     return out;
@@ -433,7 +434,7 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
   req.max_output_tokens = DefaultMaxOutputTokens(SummaryKind::kHistory, o.settings.reserve_tokens);
   std::string preserve;
   ApplyCompactingHooks(o, session, to_summarize, &req, &preserve, &r.hook_errors);
-  ASSIGN_OR_RETURN(std::string summary, SummarizeInPasses(summarizer, req));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string summary, SummarizeInPasses(summarizer, req));
   summary += FormatFileOperations(lists);
 
   UserPromptSelection sel = SelectUserPrompts(prompts);
@@ -514,7 +515,7 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
   ComputedCompaction out;
   CompactionResult& r = out.result;
   r.strategy = Strategy::kHandoff;
-  ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, true, &r));
+  COMPACTOR_ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, true, &r));
   const SessionContext& ctx = mc.ctx;
   const TokenCounter& counter = mc.counter;
   const ContextEstimate& est = mc.est;
@@ -523,7 +524,7 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
     return out;
   }
   std::string why;
-  ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
+  COMPACTOR_ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
   if (below) {
     r.skipped_reason = "below threshold: " + why;
     return out;
@@ -540,7 +541,7 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
   req.max_output_tokens = DefaultMaxOutputTokens(SummaryKind::kHandoff, o.settings.reserve_tokens);
   std::string preserve;
   ApplyCompactingHooks(o, session, all, &req, &preserve, &r.hook_errors);
-  ASSIGN_OR_RETURN(std::string doc, SummarizeInPasses(summarizer, req));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string doc, SummarizeInPasses(summarizer, req));
   doc += FormatFileOperations(lists);
 
   const int64_t now = NowMs(o);
@@ -635,10 +636,10 @@ Result<ComputedCompaction> ComputeMask(const Session& session, const CompactOpti
   ComputedCompaction out;
   CompactionResult& r = out.result;
   r.strategy = Strategy::kMask;
-  ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, false, &r));
+  COMPACTOR_ASSIGN_OR_RETURN(MeasuredContext mc, MeasureContext(session, o, false, &r));
   const ContextEstimate& est = mc.est;
   std::string why;
-  ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
+  COMPACTOR_ASSIGN_OR_RETURN(bool below, BelowThreshold(o, r.tokens_before, &why));
   if (below) {
     r.skipped_reason = "below threshold: " + why;
     return out;
@@ -646,7 +647,7 @@ Result<ComputedCompaction> ComputeMask(const Session& session, const CompactOpti
   std::optional<size_t> leaf = o.leaf_id ? session.Find(*o.leaf_id) : session.Leaf();
   ApplyOptions apply;
   apply.now_ms = [&o] { return NowMs(o); };
-  ASSIGN_OR_RETURN(MaskResult m, MaskObservations(session, leaf, o.mask, apply));
+  COMPACTOR_ASSIGN_OR_RETURN(MaskResult m, MaskObservations(session, leaf, o.mask, apply));
   if (m.plan.outputs.empty()) {
     r.skipped_reason = m.plan.skipped_reason.empty() ? "nothing to mask" : m.plan.skipped_reason;
     return out;
@@ -671,7 +672,7 @@ Result<ComputedCompaction> ComputeCompaction(const Session& session, const Compa
   if (o.strategy) {
     strategy = *o.strategy;
   } else {
-    ASSIGN_OR_RETURN(strategy, ParseStrategy(o.settings.strategy));
+    COMPACTOR_ASSIGN_OR_RETURN(strategy, ParseStrategy(o.settings.strategy));
   }
   if (o.leaf_id && !session.Find(*o.leaf_id))
     return Status::InvalidArgument(session.path() + ": no entry with id \"" + *o.leaf_id +
@@ -727,13 +728,13 @@ Result<CompactionResult> CompactFile(const std::string& path, const CompactOptio
   // Compaction estimates every message of the context: measure them while indexing.
   if (o.settings.tokenizer.empty() || o.settings.tokenizer == "estimate")
     measured.estimate_messages = true;
-  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, measured));
-  ASSIGN_OR_RETURN(ComputedCompaction c, ComputeCompaction(*session, o));
+  COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, measured));
+  COMPACTOR_ASSIGN_OR_RETURN(ComputedCompaction c, ComputeCompaction(*session, o));
   CompactionResult& r = c.result;
   if (!r.compacted || o.dry_run) return r;
   switch (r.strategy) {
     case Strategy::kHandoff:
-      RETURN_IF_ERROR(
+      COMPACTOR_RETURN_IF_ERROR(
           WriteFileAtomic(r.output_path, c.handoff_jsonl, RewriteOptions{false, ".bak"}));
       break;
     case Strategy::kMask: {
@@ -741,13 +742,13 @@ Result<CompactionResult> CompactFile(const std::string& path, const CompactOptio
       // agent appended meanwhile; the old file is kept as FILE.bak.
       WriteRewrittenOptions w;
       w.now_ms = o.now_ms;
-      ASSIGN_OR_RETURN(WriteRewrittenResult written,
-                       WriteRewrittenSession(*session, path, *c.rewrite_plan, w));
+      COMPACTOR_ASSIGN_OR_RETURN(WriteRewrittenResult written,
+                                 WriteRewrittenSession(*session, path, *c.rewrite_plan, w));
       r.output_path = written.output_path;
       break;
     }
     default:
-      RETURN_IF_ERROR(AppendLines(path, {r.entry_json}));
+      COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {r.entry_json}));
   }
   if (o.hooks) o.hooks->RunAfterCompact({r}, &r.hook_errors);
   return r;

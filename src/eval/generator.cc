@@ -1331,10 +1331,11 @@ Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int cou
         GenerateEvalSession({seed + static_cast<uint64_t>(i), target_tokens, agent_notes});
     const std::string base = dir + "/" + g.name;
     RewriteOptions no_backup{false, ".bak"};
-    RETURN_IF_ERROR(WriteFileAtomic(base + ".jsonl", g.jsonl, no_backup));
-    RETURN_IF_ERROR(WriteFileAtomic(base + ".facts.json", FactFileToJson(g.facts), no_backup));
+    COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(base + ".jsonl", g.jsonl, no_backup));
+    COMPACTOR_RETURN_IF_ERROR(
+        WriteFileAtomic(base + ".facts.json", FactFileToJson(g.facts), no_backup));
     if (agent_notes) {
-      RETURN_IF_ERROR(WriteFileAtomic(base + ".notes.md", g.notes, no_backup));
+      COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(base + ".notes.md", g.notes, no_backup));
     } else {
       // A notes file left from an earlier corpus would belong to another session.
       std::filesystem::remove(base + ".notes.md", ec);

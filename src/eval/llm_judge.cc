@@ -19,7 +19,8 @@ class LlmProbeJudge : public ProbeJudge {
     text.system_prompt = p.system_prompt;
     text.user_prompt = p.user_text;
     text.max_tokens = 512;  // the score line plus a short justification
-    ASSIGN_OR_RETURN(std::string reply, CompleteSummary(candidates_, text, CallOptions{}));
+    COMPACTOR_ASSIGN_OR_RETURN(std::string reply,
+                               CompleteSummary(candidates_, text, CallOptions{}));
     return ParseJudgeScore(reply);
   }
 

@@ -65,7 +65,7 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
 
   ContextOptions context_options;
   context_options.expand_compactions = true;
-  ASSIGN_OR_RETURN(SessionContext before, BuildSessionContext(session, context_options));
+  COMPACTOR_ASSIGN_OR_RETURN(SessionContext before, BuildSessionContext(session, context_options));
   ev.context_tokens_before = HeuristicSum(before.messages);
 
   // The context to score and, when compacted, the first entry kept verbatim.
@@ -105,21 +105,23 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
     first_kept = r.first_kept_entry_id;
     switch (r.strategy) {
       case Strategy::kHandoff: {
-        ASSIGN_OR_RETURN(rebuilt_session, Session::FromString(computed->handoff_jsonl,
-                                                              session.path() + " (handoff)"));
+        COMPACTOR_ASSIGN_OR_RETURN(
+            rebuilt_session,
+            Session::FromString(computed->handoff_jsonl, session.path() + " (handoff)"));
         everything_summarized = true;
         break;
       }
       case Strategy::kMask: {
-        ASSIGN_OR_RETURN(rebuilt_session, Session::FromString(computed->rewritten_jsonl,
-                                                              session.path() + " (masked)"));
+        COMPACTOR_ASSIGN_OR_RETURN(
+            rebuilt_session,
+            Session::FromString(computed->rewritten_jsonl, session.path() + " (masked)"));
         break;
       }
       default: {
-        ASSIGN_OR_RETURN(rebuilt_session, SessionWithAppended(session, r.entry_json));
+        COMPACTOR_ASSIGN_OR_RETURN(rebuilt_session, SessionWithAppended(session, r.entry_json));
       }
     }
-    ASSIGN_OR_RETURN(rebuilt, BuildSessionContext(*rebuilt_session, context_options));
+    COMPACTOR_ASSIGN_OR_RETURN(rebuilt, BuildSessionContext(*rebuilt_session, context_options));
   }
   ev.context_tokens_after = HeuristicSum(rebuilt.messages);
   const std::vector<RenderedBlock> blocks = RenderContext(rebuilt.messages);

@@ -71,7 +71,7 @@ class Reader {
   // An integral number >= min (token counts may be written as 16384.0 but not 0.5).
   Status Integer(const Json& v, std::string_view key, int64_t min, int64_t& out) {
     double d = 0;
-    RETURN_IF_ERROR(Number(v, key, d));
+    COMPACTOR_RETURN_IF_ERROR(Number(v, key, d));
     if (d != std::floor(d) || std::fabs(d) > 9.0e15) {
       return Error(key, fmt::format("expected a whole number, got {}", v.dump()));
     }
@@ -83,7 +83,7 @@ class Reader {
   }
   Status Int(const Json& v, std::string_view key, int min, int& out) {
     int64_t x = 0;
-    RETURN_IF_ERROR(Integer(v, key, min, x));
+    COMPACTOR_RETURN_IF_ERROR(Integer(v, key, min, x));
     if (x > std::numeric_limits<int>::max()) return Error(key, "is too large");
     out = static_cast<int>(x);
     return Status::Ok();
@@ -95,11 +95,11 @@ class Reader {
     for (const auto& [key, v] : obj.items()) {
       std::string path = fmt::format("{}.{}", prefix, key);
       if (key == "enabled") {
-        RETURN_IF_ERROR(Bool(v, path, p.enabled));
+        COMPACTOR_RETURN_IF_ERROR(Bool(v, path, p.enabled));
       } else if (key == "protectTokens") {
-        RETURN_IF_ERROR(Integer(v, path, 0, p.protect_tokens));
+        COMPACTOR_RETURN_IF_ERROR(Integer(v, path, 0, p.protect_tokens));
       } else if (key == "minimumSavings") {
-        RETURN_IF_ERROR(Integer(v, path, 0, p.minimum_savings));
+        COMPACTOR_RETURN_IF_ERROR(Integer(v, path, 0, p.minimum_savings));
       } else if (key == "protectedTools") {
         if (!v.is_array())
           return Error(path, "expected an array of tool names, got " + TypeName(v));
@@ -123,32 +123,33 @@ class Reader {
     for (const auto& [key, v] : obj.items()) {
       std::string path = prefix.empty() ? key : fmt::format("{}.{}", prefix, key);
       if (key == "enabled") {
-        RETURN_IF_ERROR(Bool(v, path, s_.enabled));
+        COMPACTOR_RETURN_IF_ERROR(Bool(v, path, s_.enabled));
       } else if (key == "strategy") {
-        RETURN_IF_ERROR(String(v, path, s_.strategy));
+        COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.strategy));
         if (!KnownStrategy(s_.strategy)) {
           return Error(path, fmt::format("unknown strategy \"{}\" (expected summary, user-prompts, "
                                          "notes, handoff, mask or off)",
                                          s_.strategy));
         }
       } else if (key == "reserveTokens") {
-        RETURN_IF_ERROR(Integer(v, path, 0, s_.reserve_tokens));
+        COMPACTOR_RETURN_IF_ERROR(Integer(v, path, 0, s_.reserve_tokens));
       } else if (key == "keepRecentTokens") {
-        RETURN_IF_ERROR(Integer(v, path, 0, s_.keep_recent_tokens));
+        COMPACTOR_RETURN_IF_ERROR(Integer(v, path, 0, s_.keep_recent_tokens));
       } else if (key == "thresholdPercent") {
-        RETURN_IF_ERROR(Number(v, path, s_.threshold_percent));
+        COMPACTOR_RETURN_IF_ERROR(Number(v, path, s_.threshold_percent));
       } else if (key == "thresholdTokens") {
-        RETURN_IF_ERROR(Integer(v, path, std::numeric_limits<int64_t>::min(), s_.threshold_tokens));
+        COMPACTOR_RETURN_IF_ERROR(
+            Integer(v, path, std::numeric_limits<int64_t>::min(), s_.threshold_tokens));
       } else if (key == "contextWindow") {
-        RETURN_IF_ERROR(Integer(v, path, 0, s_.context_window));
+        COMPACTOR_RETURN_IF_ERROR(Integer(v, path, 0, s_.context_window));
       } else if (key == "trigger") {
-        RETURN_IF_ERROR(String(v, path, s_.trigger));
+        COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.trigger));
         if (!ParseTriggerPreset(s_.trigger).ok()) {
           return Error(path, fmt::format("unknown trigger preset \"{}\" (expected one of {})",
                                          s_.trigger, TriggerPresetNames()));
         }
       } else if (key == "keepPolicy") {
-        RETURN_IF_ERROR(String(v, path, s_.keep_policy));
+        COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.keep_policy));
         bool known = false;
         for (auto k : kKeepPolicies) known = known || k == s_.keep_policy;
         if (!known) {
@@ -157,13 +158,13 @@ class Reader {
                                          s_.keep_policy));
         }
       } else if (key == "keepTurns") {
-        RETURN_IF_ERROR(Int(v, path, 1, s_.keep_turns));
+        COMPACTOR_RETURN_IF_ERROR(Int(v, path, 1, s_.keep_turns));
       } else if (key == "keepMessages") {
-        RETURN_IF_ERROR(Int(v, path, 1, s_.keep_messages));
+        COMPACTOR_RETURN_IF_ERROR(Int(v, path, 1, s_.keep_messages));
       } else if (key == "tokenizer") {
-        RETURN_IF_ERROR(String(v, path, s_.tokenizer));
+        COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.tokenizer));
       } else if (key == "pruning") {
-        RETURN_IF_ERROR(Pruning(v, path));
+        COMPACTOR_RETURN_IF_ERROR(Pruning(v, path));
       } else if (key == "compaction" && prefix.empty()) {
         continue;  // handled by the caller
       } else if (key == "models" && prefix.empty()) {
@@ -256,8 +257,8 @@ Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view
         "settings file {}: compaction: expected an object, got {}", name, TypeName(*nested)));
   }
   // A pi-style file carries other applications' settings at the top level.
-  RETURN_IF_ERROR(reader.Keys(doc, "", /*lenient=*/has_nested));
-  if (has_nested) RETURN_IF_ERROR(reader.Keys(*nested, "compaction", /*lenient=*/false));
+  COMPACTOR_RETURN_IF_ERROR(reader.Keys(doc, "", /*lenient=*/has_nested));
+  if (has_nested) COMPACTOR_RETURN_IF_ERROR(reader.Keys(*nested, "compaction", /*lenient=*/false));
   LoadedSettings loaded = std::move(reader).Take();
   Status valid = ValidateSettings(loaded.settings);
   if (!valid.ok()) {
@@ -299,7 +300,7 @@ std::shared_ptr<SettingsFileSystem> RealSettingsFileSystem() {
 
 Result<LoadedSettings> LoadSettingsFile(const std::string& path, SettingsFileSystem& fs,
                                         const CompactionSettings& base) {
-  ASSIGN_OR_RETURN(std::string text, fs.ReadFile(path));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string text, fs.ReadFile(path));
   return ParseSettingsJson(text, path, base);
 }
 
@@ -310,7 +311,7 @@ SettingsSource::SettingsSource(std::optional<std::string> path, CompactionSettin
 Result<CompactionSettings> SettingsSource::Get() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!path_) return current_;
-  ASSIGN_OR_RETURN(SettingsFileSystem::FileStamp stamp, fs_->Stat(*path_));
+  COMPACTOR_ASSIGN_OR_RETURN(SettingsFileSystem::FileStamp stamp, fs_->Stat(*path_));
   if (!stamp.exists) {
     stamp_.reset();
     cached_error_.reset();

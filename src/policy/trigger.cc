@@ -108,7 +108,7 @@ Result<Threshold> ResolveThreshold(TriggerPreset preset, int64_t window,
         "the {} trigger needs the model's context window: set contextWindow in the settings",
         TriggerPresetName(preset)));
   }
-  ASSIGN_OR_RETURN(std::optional<Threshold> over, Override(window, s));
+  COMPACTOR_ASSIGN_OR_RETURN(std::optional<Threshold> over, Override(window, s));
   Threshold t;
   t.window = window;
   switch (preset) {
@@ -216,7 +216,7 @@ Result<TriggerDecision> ShouldCompact(double tokens, int64_t window, const Compa
     d.reason = "compaction strategy is \"off\"";
     return d;
   }
-  ASSIGN_OR_RETURN(d.threshold, ResolveThreshold(preset, window, s, model));
+  COMPACTOR_ASSIGN_OR_RETURN(d.threshold, ResolveThreshold(preset, window, s, model));
   bool greater = d.threshold.comparison == Comparison::kGreater;
   double v = static_cast<double>(d.threshold.value);
   // NaN (pi: a usage with a missing field) never exceeds a threshold.
@@ -234,7 +234,7 @@ Result<TriggerDecision> ShouldCompact(double tokens, int64_t window, const Compa
 
 Result<TriggerDecision> ShouldCompact(double tokens, int64_t window, const CompactionSettings& s,
                                       const TriggerModelInfo& model) {
-  ASSIGN_OR_RETURN(TriggerPreset preset, ParseTriggerPreset(s.trigger));
+  COMPACTOR_ASSIGN_OR_RETURN(TriggerPreset preset, ParseTriggerPreset(s.trigger));
   return ShouldCompact(tokens, window, s, preset, model);
 }
 

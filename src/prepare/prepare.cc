@@ -178,19 +178,19 @@ std::vector<CutEntry> MakeCutEntries(const Session& session, const std::vector<s
 Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOptions& options) {
   ContextOptions copts;
   copts.leaf_id = options.leaf_id;
-  ASSIGN_OR_RETURN(SessionContext context, BuildSessionContext(session, copts));
+  COMPACTOR_ASSIGN_OR_RETURN(SessionContext context, BuildSessionContext(session, copts));
   return PrepareCompaction(session, std::move(context), options);
 }
 
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
                                         const PrepareOptions& options) {
-  RETURN_IF_ERROR(ValidateSettings(options.settings));
-  ASSIGN_OR_RETURN(KeepPolicy policy, ParseKeepPolicy(options.settings.keep_policy));
+  COMPACTOR_RETURN_IF_ERROR(ValidateSettings(options.settings));
+  COMPACTOR_ASSIGN_OR_RETURN(KeepPolicy policy, ParseKeepPolicy(options.settings.keep_policy));
   TokenCounter counter;
   if (options.counter) {
     counter = *options.counter;
   } else {
-    ASSIGN_OR_RETURN(counter, TokenCounter::FromName(options.settings.tokenizer));
+    COMPACTOR_ASSIGN_OR_RETURN(counter, TokenCounter::FromName(options.settings.tokenizer));
   }
   PrepareResult result;
   result.context = std::move(context);

@@ -407,12 +407,12 @@ Result<std::string> CompleteSummary(std::span<const ModelConfig> candidates,
   if (candidates.empty()) return Status::InvalidArgument("no summarizer model configured");
   ShrinkFunction shrink = shrink_in ? shrink_in : DefaultShrinker(text);
   RequestShrinker request_shrink = [&shrink](double fraction) -> Result<LlmRequest> {
-    ASSIGN_OR_RETURN(SummaryRequestText smaller, shrink(fraction));
+    COMPACTOR_ASSIGN_OR_RETURN(SummaryRequestText smaller, shrink(fraction));
     return ToLlmRequest(smaller);
   };
-  ASSIGN_OR_RETURN(LlmResponse response,
-                   CompleteWithRecovery(candidates, ToLlmRequest(text), options, request_shrink,
-                                        &AcceptSummary));
+  COMPACTOR_ASSIGN_OR_RETURN(LlmResponse response,
+                             CompleteWithRecovery(candidates, ToLlmRequest(text), options,
+                                                  request_shrink, &AcceptSummary));
   return std::move(response.text);
 }
 

@@ -75,7 +75,7 @@ struct SlistDeleter {
 class CurlTransport : public HttpTransport {
  public:
   Result<HttpResponse> Send(const HttpRequest& request) override {
-    ASSIGN_OR_RETURN(const internal::CurlApi* api, internal::Curl());
+    COMPACTOR_ASSIGN_OR_RETURN(const internal::CurlApi* api, internal::Curl());
     if (request.Cancelled()) return Status::Cancelled("request cancelled");
     std::unique_ptr<CURL, EasyDeleter> easy(api->easy_init(), EasyDeleter{api});
     std::unique_ptr<CURLM, MultiDeleter> multi(api->multi_init(), MultiDeleter{api});

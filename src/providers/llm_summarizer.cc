@@ -21,7 +21,7 @@ class LlmSummarizer : public Summarizer {
     if (options_.candidates.empty()) {
       return Status::InvalidArgument("no summarizer model configured");
     }
-    RETURN_IF_ERROR(CheckSummarizable(request));
+    COMPACTOR_RETURN_IF_ERROR(CheckSummarizable(request));
     SummaryRequest req = request;
     SummaryKind kind = EffectiveKind(req);
     if (req.max_output_tokens <= 0) {
@@ -35,7 +35,7 @@ class LlmSummarizer : public Summarizer {
       int64_t room = primary.context_window - req.max_output_tokens;
       if (room > 0) req.max_input_tokens = room;
     }
-    ASSIGN_OR_RETURN(SummaryPrompt prompt, BuildSummaryPrompt(req));
+    COMPACTOR_ASSIGN_OR_RETURN(SummaryPrompt prompt, BuildSummaryPrompt(req));
     SummaryRequestText text;
     text.system_prompt = prompt.system_prompt;
     text.user_prompt = prompt.user_text;
@@ -49,7 +49,7 @@ class LlmSummarizer : public Summarizer {
       SummaryRequest smaller = req;
       smaller.max_input_tokens =
           static_cast<int64_t>(std::floor(fraction * static_cast<double>(full_tokens)));
-      ASSIGN_OR_RETURN(SummaryPrompt p, BuildSummaryPrompt(smaller));
+      COMPACTOR_ASSIGN_OR_RETURN(SummaryPrompt p, BuildSummaryPrompt(smaller));
       SummaryRequestText out = text;
       out.user_prompt = std::move(p.user_text);
       return out;

@@ -50,17 +50,17 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
   ModelConfig m;
   m.name = name;
   std::string provider;
-  RETURN_IF_ERROR(ReadString(obj, name, "provider", &provider));
+  COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "provider", &provider));
   if (provider.empty()) return KeyError(name, "provider", "is required");
   auto kind = ParseProviderKind(provider);
   if (!kind.ok()) return KeyError(name, "provider", kind.status().message());
   m.provider = *kind;
-  RETURN_IF_ERROR(ReadString(obj, name, "baseUrl", &m.base_url));
-  RETURN_IF_ERROR(ReadString(obj, name, "model", &m.model_id));
-  if (m.model_id.empty()) RETURN_IF_ERROR(ReadString(obj, name, "modelId", &m.model_id));
-  RETURN_IF_ERROR(ReadInt(obj, name, "contextWindow", &m.context_window, 0));
-  RETURN_IF_ERROR(ReadInt(obj, name, "maxOutputTokens", &m.max_output_tokens, 0));
-  RETURN_IF_ERROR(ReadString(obj, name, "apiKeyEnv", &m.api_key_env));
+  COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "baseUrl", &m.base_url));
+  COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "model", &m.model_id));
+  if (m.model_id.empty()) COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "modelId", &m.model_id));
+  COMPACTOR_RETURN_IF_ERROR(ReadInt(obj, name, "contextWindow", &m.context_window, 0));
+  COMPACTOR_RETURN_IF_ERROR(ReadInt(obj, name, "maxOutputTokens", &m.max_output_tokens, 0));
+  COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "apiKeyEnv", &m.api_key_env));
   if (!m.api_key_env.empty() && !IsEnvName(m.api_key_env)) {
     // Never echo the value: it may be a pasted key.
     return KeyError(
@@ -71,7 +71,7 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
     if (!it->is_boolean()) return KeyError(name, "reasoning", "must be true or false");
     m.reasoning = it->get<bool>();
   }
-  RETURN_IF_ERROR(ReadString(obj, name, "reasoningEffort", &m.reasoning_effort));
+  COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "reasoningEffort", &m.reasoning_effort));
   static const char* kLevels[] = {"", "off", "minimal", "low", "medium", "high", "xhigh"};
   bool known = false;
   for (const char* l : kLevels) known = known || m.reasoning_effort == l;
@@ -89,7 +89,7 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
     if (!it->is_boolean()) return KeyError(name, "stream", "must be true or false");
     m.stream = it->get<bool>();
   }
-  RETURN_IF_ERROR(ReadString(obj, name, "maxTokensField", &m.max_tokens_field));
+  COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "maxTokensField", &m.max_tokens_field));
   if (!m.max_tokens_field.empty() && m.max_tokens_field != "max_tokens" &&
       m.max_tokens_field != "max_completion_tokens") {
     return KeyError(name, "maxTokensField", "must be max_tokens or max_completion_tokens");
@@ -101,8 +101,8 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
       m.fallbacks.push_back(f.get<std::string>());
     }
   }
-  RETURN_IF_ERROR(ReadInt(obj, name, "timeoutMs", &m.timeout_ms, 1));
-  RETURN_IF_ERROR(ReadInt(obj, name, "connectTimeoutMs", &m.connect_timeout_ms, 1));
+  COMPACTOR_RETURN_IF_ERROR(ReadInt(obj, name, "timeoutMs", &m.timeout_ms, 1));
+  COMPACTOR_RETURN_IF_ERROR(ReadInt(obj, name, "connectTimeoutMs", &m.connect_timeout_ms, 1));
 
   if (m.provider == ProviderKind::kRemote) {
     if (m.base_url.empty()) return KeyError(name, "baseUrl", "is required for a remote endpoint");
@@ -157,7 +157,7 @@ Result<std::vector<ModelConfig>> ParseModelConfigs(std::string_view settings_jso
   }
   for (auto m = it->begin(); m != it->end(); ++m) {
     if (m.key().empty()) return Status::InvalidArgument("models: a model name is empty");
-    ASSIGN_OR_RETURN(ModelConfig config, ParseOne(m.key(), m.value()));
+    COMPACTOR_ASSIGN_OR_RETURN(ModelConfig config, ParseOne(m.key(), m.value()));
     out.push_back(std::move(config));
   }
   return out;
@@ -176,7 +176,7 @@ Result<ModelConfig> FindModel(std::span<const ModelConfig> models, std::string_v
 
 Result<std::vector<ModelConfig>> ResolveCandidates(std::span<const ModelConfig> models,
                                                    std::string_view name) {
-  ASSIGN_OR_RETURN(ModelConfig primary, FindModel(models, name));
+  COMPACTOR_ASSIGN_OR_RETURN(ModelConfig primary, FindModel(models, name));
   std::vector<ModelConfig> out;
   out.push_back(primary);
   for (const std::string& f : primary.fallbacks) {

@@ -109,7 +109,7 @@ std::string Placeholder(const internal::ToolOutput& t, const CallInfo* call,
 
 Result<RewritePlan> PlanMask(const Session& session, std::optional<size_t> leaf,
                              const MaskOptions& options) {
-  ASSIGN_OR_RETURN(std::optional<size_t> resolved, internal::ResolveLeaf(session, leaf));
+  COMPACTOR_ASSIGN_OR_RETURN(std::optional<size_t> resolved, internal::ResolveLeaf(session, leaf));
   RewritePlan plan;
   if (!resolved) {
     plan.skipped_reason = "empty session";
@@ -117,7 +117,7 @@ Result<RewritePlan> PlanMask(const Session& session, std::optional<size_t> leaf,
   }
   ContextOptions co;
   co.leaf_id = session.entry(*resolved).id;
-  ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
+  COMPACTOR_ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
 
   // Only stored messages of the context can be rewritten; their path
   // positions come from the context's path.
@@ -186,8 +186,8 @@ Result<RewritePlan> PlanMask(const Session& session, std::optional<size_t> leaf,
 Result<MaskResult> MaskObservations(const Session& session, std::optional<size_t> leaf,
                                     const MaskOptions& options, const ApplyOptions& apply) {
   MaskResult r;
-  ASSIGN_OR_RETURN(r.plan, PlanMask(session, leaf, options));
-  ASSIGN_OR_RETURN(r.rewritten, ApplyRewrite(session, r.plan, apply));
+  COMPACTOR_ASSIGN_OR_RETURN(r.plan, PlanMask(session, leaf, options));
+  COMPACTOR_ASSIGN_OR_RETURN(r.rewritten, ApplyRewrite(session, r.plan, apply));
   return r;
 }
 

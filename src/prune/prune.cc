@@ -97,7 +97,7 @@ std::string PruneNotice(int64_t tokens) {
 
 Result<RewritePlan> PlanPrune(const Session& session, std::optional<size_t> leaf,
                               const PruneOptions& options) {
-  ASSIGN_OR_RETURN(std::optional<size_t> resolved, internal::ResolveLeaf(session, leaf));
+  COMPACTOR_ASSIGN_OR_RETURN(std::optional<size_t> resolved, internal::ResolveLeaf(session, leaf));
   RewritePlan plan;
   if (!resolved) {
     plan.skipped_reason = "empty session";
@@ -109,7 +109,7 @@ Result<RewritePlan> PlanPrune(const Session& session, std::optional<size_t> leaf
   if (options.only_in_context) {
     ContextOptions co;
     co.leaf_id = session.entry(*resolved).id;
-    ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
+    COMPACTOR_ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(session, co));
     std::unordered_set<size_t> visible;
     for (const ContextMessage& m : ctx.messages)
       if (m.role == Role::kToolResult) visible.insert(m.entry_index);

@@ -121,23 +121,24 @@ Result<WriteRewrittenResult> WriteRewrittenSession(const Session& session, const
                                                    const WriteRewrittenOptions& options) {
   WriteRewrittenResult result;
   if (plan.outputs.empty()) return result;
-  ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(path));
+  COMPACTOR_ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(path));
   const size_t size_read = bytes.size();
   ApplyOptions apply;
   apply.now_ms = options.now_ms;
   apply.original_text = std::string_view(bytes.data(), bytes.size());
-  ASSIGN_OR_RETURN(std::string text, ApplyRewrite(session, plan, apply));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string text, ApplyRewrite(session, plan, apply));
   // An agent appending while we worked would lose its entry to the rename.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || static_cast<size_t>(st.st_size) != size_read)
     return Status::FailedPrecondition(path +
                                       ": the file changed while it was rewritten; nothing written");
   if (options.output_path.empty() || options.output_path == path) {
-    RETURN_IF_ERROR(WriteFileAtomic(path, text, options.rewrite));
+    COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(path, text, options.rewrite));
     result.output_path = path;
     if (options.rewrite.keep_backup) result.backup_path = path + options.rewrite.backup_suffix;
   } else {
-    RETURN_IF_ERROR(WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak"}));
+    COMPACTOR_RETURN_IF_ERROR(
+        WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak"}));
     result.output_path = options.output_path;
   }
   return result;

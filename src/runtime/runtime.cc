@@ -141,7 +141,7 @@ struct Runtime::State {
 
   Result<std::shared_ptr<Session>> Load() {
     if (dirty || !session) {
-      ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, Session::Open(path));
+      COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, Session::Open(path));
       session = std::move(fresh);
       new_ids.clear();
       dirty = false;
@@ -150,11 +150,11 @@ struct Runtime::State {
   }
 
   Result<double> Measure() {
-    ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
+    COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
     ContextOptions co;
     if (!leaf.empty()) co.leaf_id = leaf;
     co.expand_compactions = true;
-    ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(*sess, co));
+    COMPACTOR_ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(*sess, co));
     return EstimateCurrentContextTokens(*sess, ctx, o.counter).tokens;
   }
 
@@ -187,7 +187,7 @@ struct Runtime::State {
   }
 
   Status WriteEntryLine(const std::string& id, const std::string& line) {
-    RETURN_IF_ERROR(AppendLines(path, {line}));
+    COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {line}));
     leaf = id;
     new_ids.push_back(id);
     dirty = true;
@@ -195,7 +195,7 @@ struct Runtime::State {
   }
 
   Result<std::string> NewId() {
-    ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
+    COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
     // The cached session may predate our latest writes; their ids are passed
     // separately so no reload is needed per append.
     return NewEntryId(*sess, new_ids);
@@ -203,11 +203,11 @@ struct Runtime::State {
 
   // Writes one message entry as a child of the leaf.
   Result<std::string> WriteMessage(std::string_view message_json, Message* parsed) {
-    ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(message_json));
-    ASSIGN_OR_RETURN(Message m, ParseMessage(canonical));
-    ASSIGN_OR_RETURN(std::string id, NewId());
+    COMPACTOR_ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(message_json));
+    COMPACTOR_ASSIGN_OR_RETURN(Message m, ParseMessage(canonical));
+    COMPACTOR_ASSIGN_OR_RETURN(std::string id, NewId());
     std::string line = MakeMessageEntry({id, leaf, FormatIsoTimestamp(clock->NowMs())}, canonical);
-    RETURN_IF_ERROR(WriteEntryLine(id, line));
+    COMPACTOR_RETURN_IF_ERROR(WriteEntryLine(id, line));
     TrackToolCalls(m);
     if (parsed) *parsed = std::move(m);
     return id;
@@ -303,7 +303,7 @@ struct Runtime::State {
 
   // Plans and applies tool-output pruning; returns the tokens saved (0 = nothing pruned).
   Result<int64_t> Prune(const CompactionSettings& s, double tokens_before) {
-    ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
+    COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
     PruneOptions po;
     po.protect_tokens = s.pruning.protect_tokens;
     po.minimum_savings = s.pruning.minimum_savings;
@@ -311,7 +311,7 @@ struct Runtime::State {
     po.only_in_context = true;
     std::optional<size_t> leaf_index;
     if (!leaf.empty()) leaf_index = sess->Find(leaf);
-    ASSIGN_OR_RETURN(RewritePlan plan, PlanPrune(*sess, leaf_index, po));
+    COMPACTOR_ASSIGN_OR_RETURN(RewritePlan plan, PlanPrune(*sess, leaf_index, po));
     if (plan.outputs.empty()) return int64_t{0};
     RuntimeEvent e;
     e.kind = RuntimeEvent::Kind::kCompactionStart;
@@ -446,7 +446,7 @@ struct Runtime::State {
   // deferred request.
   Result<Compacted> Manual(std::unique_lock<std::mutex>& lk, std::string instructions) {
     CompactionSettings s = Settings();
-    ASSIGN_OR_RETURN(double tokens, Measure());
+    COMPACTOR_ASSIGN_OR_RETURN(double tokens, Measure());
     return Compact(lk, CompactionReason::kManual, s, std::move(instructions), false, tokens);
   }
 
@@ -456,9 +456,9 @@ struct Runtime::State {
     RuntimeAction action;
     CompactionSettings s = Settings();
     if (!AutoEnabled(s) || !HasNewContent()) return action;
-    ASSIGN_OR_RETURN(double tokens, Measure());
+    COMPACTOR_ASSIGN_OR_RETURN(double tokens, Measure());
     auto decide = [&](double t) -> Result<bool> {
-      ASSIGN_OR_RETURN(TriggerDecision d, ShouldCompact(t, s.context_window, s));
+      COMPACTOR_ASSIGN_OR_RETURN(TriggerDecision d, ShouldCompact(t, s.context_window, s));
       return d.compact;
     };
     auto over = decide(tokens);
@@ -478,16 +478,17 @@ struct Runtime::State {
       return action;
     }
     if (s.pruning.enabled) {
-      ASSIGN_OR_RETURN(int64_t saved, Prune(s, tokens));
+      COMPACTOR_ASSIGN_OR_RETURN(int64_t saved, Prune(s, tokens));
       if (saved > 0) {
         tokens = std::max(0.0, tokens - static_cast<double>(saved));
-        ASSIGN_OR_RETURN(bool still, decide(tokens));
+        COMPACTOR_ASSIGN_OR_RETURN(bool still, decide(tokens));
         if (!still) return action;
       }
     }
     if (o.promote_on_threshold) {
       if (auto target = PromotionTarget()) {
-        ASSIGN_OR_RETURN(ModelInfo m, Promote(*target, CompactionReason::kThreshold, tokens));
+        COMPACTOR_ASSIGN_OR_RETURN(ModelInfo m,
+                                   Promote(*target, CompactionReason::kThreshold, tokens));
         action.kind = RuntimeAction::Kind::kSwitchModel;
         action.model = m;
         return action;
@@ -515,7 +516,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Open(RuntimeOptions options) {
   st->clock = options.clock ? options.clock : SystemClock();
   st->path = options.session_path;
   st->o = std::move(options);
-  ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, st->Load());
+  COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, st->Load());
   if (auto li = sess->Leaf()) {
     st->leaf = sess->entry(*li).id;
     // Tool calls of the last assistant on the path still waiting for results.
@@ -542,12 +543,12 @@ Result<std::string> Runtime::AppendMessage(std::string_view message_json) {
   std::unique_lock lk(s_->mu);
   if (s_->compacting) {
     // Validate now so a bad message fails its caller, not the flush.
-    ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(message_json));
+    COMPACTOR_ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(message_json));
     s_->held.push_back({std::move(canonical), false});
     return std::string();
   }
   Message m;
-  ASSIGN_OR_RETURN(std::string id, s_->WriteMessage(message_json, &m));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string id, s_->WriteMessage(message_json, &m));
   if (m.role == Role::kUser) s_->auto_continues = 0;
   s_->last_activity_ms = s_->clock->NowMs();
   s_->Drain(lk);
@@ -556,7 +557,7 @@ Result<std::string> Runtime::AppendMessage(std::string_view message_json) {
 
 Status Runtime::QueueUserMessage(std::string_view message_json) {
   std::unique_lock lk(s_->mu);
-  ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(message_json));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(message_json));
   s_->held.push_back({std::move(canonical), true});
   if (!s_->compacting && !s_->in_turn) {
     auto delivered = s_->FlushHeld();
@@ -572,7 +573,7 @@ Status Runtime::BeginTurn() {
   if (s_->compacting)
     return Status::FailedPrecondition("a compaction is running: wait for it to finish");
   // Queued messages waiting for tool results go out with this request.
-  RETURN_IF_ERROR(s_->FlushHeld().status());
+  COMPACTOR_RETURN_IF_ERROR(s_->FlushHeld().status());
   s_->in_turn = true;
   s_->idle_armed = false;
   s_->Drain(lk);
@@ -625,7 +626,7 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
         overflow ? CompactionReason::kOverflow : CompactionReason::kIncomplete;
     int& count = overflow ? st.overflow_count : st.incomplete_count;
     const int cap = overflow ? st.o.max_overflow_compactions : st.o.max_incomplete_recoveries;
-    ASSIGN_OR_RETURN(double tokens, st.Measure());
+    COMPACTOR_ASSIGN_OR_RETURN(double tokens, st.Measure());
     if (count >= cap) {
       count = 0;
       action.kind = RuntimeAction::Kind::kGiveUp;
@@ -636,7 +637,7 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
             cap);
       } else {
         // Keep what the model wrote: the user may still use it.
-        RETURN_IF_ERROR(st.WriteMessage(outcome.assistant_json, nullptr).status());
+        COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(outcome.assistant_json, nullptr).status());
         action.error = fmt::format(
             "The response hit the output limit {} times in a row; giving up on recovery.", cap + 1);
       }
@@ -656,7 +657,7 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
     }
     if (st.o.promote_on_overflow) {
       if (auto target = st.PromotionTarget()) {
-        ASSIGN_OR_RETURN(ModelInfo m, st.Promote(*target, reason, tokens));
+        COMPACTOR_ASSIGN_OR_RETURN(ModelInfo m, st.Promote(*target, reason, tokens));
         action.kind = RuntimeAction::Kind::kSwitchModel;
         action.retry = true;
         action.model = m;
@@ -697,7 +698,7 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
   }
 
   // Every other response is kept.
-  RETURN_IF_ERROR(st.WriteMessage(outcome.assistant_json, nullptr).status());
+  COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(outcome.assistant_json, nullptr).status());
   if (msg.stop_reason != "error") {
     st.overflow_count = 0;
     st.incomplete_count = 0;
@@ -705,7 +706,7 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
   const bool ends_run = msg.stop_reason != "toolUse";
   if (ends_run) st.idle_armed = st.o.idle_after_ms > 0;
   if (msg.stop_reason == "aborted") {
-    ASSIGN_OR_RETURN(action.delivered, st.FlushHeld());
+    COMPACTOR_ASSIGN_OR_RETURN(action.delivered, st.FlushHeld());
     if (!action.delivered.empty()) action.kind = RuntimeAction::Kind::kContinue;
     return finish(std::move(action));
   }
@@ -719,9 +720,9 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
       action.delivered = std::move(c->delivered);
     }  // a failure is reported by the end event
   } else {
-    ASSIGN_OR_RETURN(action, st.Threshold(lk, &compacted));
+    COMPACTOR_ASSIGN_OR_RETURN(action, st.Threshold(lk, &compacted));
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> more, st.FlushHeld());
+  COMPACTOR_ASSIGN_OR_RETURN(std::vector<std::string> more, st.FlushHeld());
   for (auto& m : more) action.delivered.push_back(std::move(m));
 
   if (action.kind == RuntimeAction::Kind::kNone && ends_run && !action.delivered.empty()) {
@@ -733,7 +734,7 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
     std::string prompt = "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":";
     AppendJsString(prompt, kAutoContinueText);
     prompt += "}],\"timestamp\":" + std::to_string(st.clock->NowMs()) + "}";
-    RETURN_IF_ERROR(st.WriteMessage(prompt, nullptr).status());
+    COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(prompt, nullptr).status());
     ++st.auto_continues;
     action.kind = RuntimeAction::Kind::kContinue;
     action.continue_prompt = std::move(prompt);
@@ -790,7 +791,7 @@ Result<RuntimeAction> Runtime::Tick() {
     st.Drain(lk);
     return action;
   }
-  ASSIGN_OR_RETURN(double tokens, st.Measure());
+  COMPACTOR_ASSIGN_OR_RETURN(double tokens, st.Measure());
   if (tokens < static_cast<double>(st.o.idle_min_tokens)) return action;
   auto c = st.Compact(lk, CompactionReason::kIdle, s, "", false, tokens);
   if (c.ok()) action.delivered = std::move(c->delivered);
@@ -806,7 +807,7 @@ Result<double> Runtime::CurrentTokens() {
 
 Result<std::shared_ptr<const Session>> Runtime::CurrentSession() {
   std::unique_lock lk(s_->mu);
-  ASSIGN_OR_RETURN(std::shared_ptr<Session> session, s_->Load());
+  COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, s_->Load());
   return std::shared_ptr<const Session>(std::move(session));
 }
 

@@ -907,11 +907,11 @@ Result<std::unique_ptr<Session>> Session::Open(const std::string& path,
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
-  ASSIGN_OR_RETURN(impl->file, internal::FileBytes::Open(path));
+  COMPACTOR_ASSIGN_OR_RETURN(impl->file, internal::FileBytes::Open(path));
   impl->data = impl->file.data();
   impl->size = impl->file.size();
   if (impl->size == 0) return Status::Corruption(path + ":1: empty file, not a pi session");
-  RETURN_IF_ERROR(impl->Load());
+  COMPACTOR_RETURN_IF_ERROR(impl->Load());
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -926,7 +926,7 @@ Result<std::unique_ptr<Session>> Session::FromString(std::string contents, std::
   impl->data = impl->owned.data();
   impl->size = n;
   if (n == 0) return Status::Corruption(impl->path + ":1: empty input, not a pi session");
-  RETURN_IF_ERROR(impl->Load());
+  COMPACTOR_RETURN_IF_ERROR(impl->Load());
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 

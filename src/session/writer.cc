@@ -94,7 +94,7 @@ Status AppendLines(const std::string& path, const std::vector<std::string>& line
     buf.assign(line);
     buf.push_back('\n');
     // One write() per entry: with O_APPEND a reader never sees half of two entries mixed.
-    RETURN_IF_ERROR(WriteAll(fd, buf, path));
+    COMPACTOR_RETURN_IF_ERROR(WriteAll(fd, buf, path));
   }
   if (options.fsync && ::fsync(fd) != 0) return Errno("fsync", path);
   flock(fd, LOCK_UN);

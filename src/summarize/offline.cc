@@ -885,14 +885,14 @@ class OfflineSummarizer : public Summarizer {
   bool ReadsMessagesInOrder() const override { return true; }
 
   Result<std::string> Summarize(const SummaryRequest& request) const override {
-    RETURN_IF_ERROR(CheckSummarizable(request));
+    COMPACTOR_RETURN_IF_ERROR(CheckSummarizable(request));
     SummaryKind kind = EffectiveKind(request);
     // Reads the messages in order: the facts come from one pass, so it can
     // start while the caller is still parsing later messages.
     std::function<void(size_t)> wait;
     if (request.wait_for_messages) wait = [&request](size_t n) { AwaitMessages(request, n); };
-    ASSIGN_OR_RETURN(Facts facts,
-                     summarize::ExtractFacts(request.messages, request.is_cancelled, wait));
+    COMPACTOR_ASSIGN_OR_RETURN(
+        Facts facts, summarize::ExtractFacts(request.messages, request.is_cancelled, wait));
     if (request.is_cancelled && request.is_cancelled()) {
       return Status::Cancelled("summarization cancelled");
     }

@@ -260,7 +260,7 @@ std::string_view SummaryInstructions(SummaryKind kind) {
 int64_t EstimateTextTokens(std::string_view text) { return (summarize::Utf16Units(text) + 3) / 4; }
 
 Result<SummaryPrompt> BuildSummaryPrompt(const SummaryRequest& request) {
-  RETURN_IF_ERROR(CheckSummarizable(request));
+  COMPACTOR_RETURN_IF_ERROR(CheckSummarizable(request));
   SummaryKind kind = EffectiveKind(request);
   SummaryPrompt prompt;
   prompt.system_prompt = std::string(kSystemPrompt);
@@ -381,7 +381,7 @@ Result<std::string> SummarizeInPasses(const Summarizer& summarizer, const Summar
     pass.previous_summary = running;
     pass.kind = running.empty() ? SummaryKind::kHistory : SummaryKind::kUpdate;
     if (!CheckSummarizable(pass).ok()) continue;  // a chunk of unreadable messages
-    ASSIGN_OR_RETURN(running, summarizer.Summarize(pass));
+    COMPACTOR_ASSIGN_OR_RETURN(running, summarizer.Summarize(pass));
   }
   if (running.empty()) return Status::Internal("summary passes produced no text");
   return running;

@@ -651,14 +651,14 @@ TokenCounter::TokenCounter(std::shared_ptr<const Tokenizer> tokenizer)
 
 Result<TokenCounter> TokenCounter::FromName(std::string_view name, const VocabOptions& vocab) {
   if (name.empty() || name == "estimate") return TokenCounter();
-  ASSIGN_OR_RETURN(Encoding enc, ParseEncoding(name));
+  COMPACTOR_ASSIGN_OR_RETURN(Encoding enc, ParseEncoding(name));
   static std::mutex mu;
   static std::map<std::pair<int, std::string>, std::shared_ptr<const Tokenizer>> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto key = std::make_pair(static_cast<int>(enc), vocab.dir);
   auto it = cache.find(key);
   if (it != cache.end()) return TokenCounter(it->second);
-  ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::Load(enc, vocab));
+  COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::Load(enc, vocab));
   std::shared_ptr<const Tokenizer> shared(std::move(tok));
   cache[key] = shared;
   return TokenCounter(shared);

@@ -280,7 +280,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromTiktoken(Encoding encoding,
   auto impl = std::make_unique<Impl>();
   impl->encoding = encoding;
   impl->max_token_len = max_len;
-  RETURN_IF_ERROR(impl->table.Build(std::move(by_rank)));
+  COMPACTOR_RETURN_IF_ERROR(impl->table.Build(std::move(by_rank)));
   // The merge relies on every single byte being a token.
   for (int b = 0; b < 256; ++b) {
     uint8_t buf[1 + tokens::kReadPadding] = {static_cast<uint8_t>(b)};
@@ -333,7 +333,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::Shared(Encoding encoding,
   std::lock_guard<std::mutex> lock(mu);
   auto it = loaded->find(key);
   if (it != loaded->end()) return it->second;
-  ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Load(encoding, options));
+  COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Load(encoding, options));
   std::shared_ptr<const Tokenizer> shared = std::move(tok);
   loaded->emplace(key, shared);
   return shared;

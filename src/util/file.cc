@@ -89,7 +89,7 @@ void FileBytes::Release(size_t offset, size_t len) const {
 }
 
 Result<std::string> ReadFile(const std::string& path) {
-  ASSIGN_OR_RETURN(FileBytes fb, FileBytes::Open(path));
+  COMPACTOR_ASSIGN_OR_RETURN(FileBytes fb, FileBytes::Open(path));
   return std::string(fb.data(), fb.size());
 }
 

@@ -270,7 +270,7 @@ Result<std::string> JsCanonicalJson(std::string_view json) {
 }
 
 Result<int64_t> JsCanonicalLength(std::string_view json) {
-  ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(json));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(json));
   return internal::Utf16LengthValid(canonical);
 }
 

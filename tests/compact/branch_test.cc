@@ -18,7 +18,7 @@ class EchoSummarizer : public Summarizer {
  public:
   std::string_view name() const override { return "echo"; }
   Result<std::string> Summarize(const SummaryRequest& r) const override {
-    RETURN_IF_ERROR(CheckSummarizable(r));
+    COMPACTOR_RETURN_IF_ERROR(CheckSummarizable(r));
     kind = r.kind;
     count = r.messages.size();
     return std::string("BRANCH SUMMARY");

@@ -27,7 +27,7 @@ class RecordingSummarizer : public Summarizer {
  public:
   std::string_view name() const override { return "recording"; }
   Result<std::string> Summarize(const SummaryRequest& r) const override {
-    RETURN_IF_ERROR(CheckSummarizable(r));
+    COMPACTOR_RETURN_IF_ERROR(CheckSummarizable(r));
     ++calls;
     last_kind = EffectiveKind(r);
     last_instructions = r.custom_instructions;
