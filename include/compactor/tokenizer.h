@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compactor/env.h"
 #include "compactor/status.h"
 
 namespace compactor {
@@ -48,8 +49,9 @@ struct VocabOptions {
   // Explicit directory holding <name>.tiktoken (the CLI's --vocab-dir). When
   // set, it is searched first. Empty: not used.
   std::string dir;
-  // Whether to read kVocabDirEnv. Tests turn this off to stay hermetic.
-  bool use_env = true;
+  // Where kVocabDirEnv is read and the file is found and read; null =
+  // Env::Default(). Tests pass an Env without the variable to stay hermetic.
+  Env* env = nullptr;
   // Check the file's sha256 against the pin from openai/tiktoken before use
   // (about 10 ms for o200k). A mismatch is an error: a wrong file would give
   // silently wrong counts.
@@ -58,7 +60,7 @@ struct VocabOptions {
 
 // The directories Load() tries, in order (docs/tokenizers.md):
 //   1. options.dir (--vocab-dir), if not empty;
-//   2. $COMPACTOR_VOCAB_DIR, if set and options.use_env;
+//   2. $COMPACTOR_VOCAB_DIR, if set (as options.env reports it);
 //   3. <install prefix>/share/compactor/vocab (where `cmake --install` puts it);
 //   4. <build dir>/vocab, where scripts/install_vocab.sh puts it by default.
 std::vector<std::string> VocabSearchPath(const VocabOptions& options);

@@ -1,9 +1,6 @@
-#include <chrono>
-#include <future>
+#include <exception>
 #include <initializer_list>
 #include <span>
-#include <system_error>
-#include <thread>
 
 #include "compact/message_feed.h"
 #include "compactor/compact.h"
@@ -13,7 +10,7 @@
 #include "compactor/policy.h"
 #include "compactor/user_prompts.h"
 #include "compactor/writer.h"
-#include "util/file.h"
+#include "util/background.h"
 
 namespace compactor {
 
@@ -45,16 +42,12 @@ Result<Strategy> ParseStrategy(std::string_view n) {
 
 namespace {
 
-int64_t NowMs(const CompactOptions& o) {
-  if (o.now_ms) return o.now_ms();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMs(const CompactOptions& o) { return EnvOrDefault(o.env)->NowMs(); }
 
 // Every message of `lists`, parsed (see internal::MessageFeed).
-std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists) {
-  internal::MessageFeed feed(lists);
+std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists,
+                              Env* env) {
+  internal::MessageFeed feed(lists, env);
   feed.ParseAll();
   return feed.TakeMessages();
 }
@@ -94,6 +87,7 @@ Result<CompactionPreparation*> PrepareOrSkip(const Session& session, const Compa
   po.settings = o.settings;
   po.leaf_id = o.leaf_id;
   po.pi_quirks = o.pi_quirks;
+  po.env = o.env;
   COMPACTOR_ASSIGN_OR_RETURN(*out, PrepareCompaction(session, po));
   result->tokens_before = out->estimate.tokens;
   if (!out->preparation) {
@@ -130,7 +124,7 @@ void CheckEffective(const CompactOptions& o, CompactionResult* r) {
 }
 
 EntryBase NewBase(const Session& session, const std::string& parent, const CompactOptions& o) {
-  return EntryBase{NewEntryId(session), parent, FormatIsoTimestamp(NowMs(o))};
+  return EntryBase{NewEntryId(session, {}, o.env), parent, FormatIsoTimestamp(NowMs(o))};
 }
 
 std::string LeafIdOf(const Session& session, const CompactOptions& o) {
@@ -190,7 +184,7 @@ Result<ComputedCompaction> ComputeSummary(const Session& session, const CompactO
     // One vector for both: the compacting hooks see them together, the
     // summaries each see their own part. A summarizer that reads in order
     // starts while later messages are parsed.
-    internal::MessageFeed feed({&prep->messages_to_summarize, &prep->turn_prefix_messages});
+    internal::MessageFeed feed({&prep->messages_to_summarize, &prep->turn_prefix_messages}, o.env);
     const bool stream = summarizer.ReadsMessagesInOrder();
     if (stream) {
       feed.Start();
@@ -224,8 +218,8 @@ Result<ComputedCompaction> ComputeSummary(const Session& session, const CompactO
       preq.max_output_tokens =
           DefaultMaxOutputTokens(SummaryKind::kTurnPrefix, o.settings.reserve_tokens);
       // The two summaries are independent: run the turn prefix concurrently.
-      auto prefix_future =
-          std::async(std::launch::async, [&] { return summarizer.Summarize(preq); });
+      internal::Background<Result<std::string>> prefix_task(
+          o.env, [&] { return summarizer.Summarize(preq); });
       std::string history_text;
       Status history_status;
       if (history.empty() && req.previous_summary.empty()) {
@@ -239,7 +233,7 @@ Result<ComputedCompaction> ComputeSummary(const Session& session, const CompactO
           history_status = h.status();
         }
       }
-      auto p = prefix_future.get();
+      Result<std::string> p = prefix_task.Get();
       COMPACTOR_RETURN_IF_ERROR(history_status);
       if (!p.ok()) return p.status();
       summary = MergeSplitTurnSummaries(history_text, *p);
@@ -281,7 +275,7 @@ Result<ComputedCompaction> ComputeNotes(const Session& session, const CompactOpt
   r.strategy = Strategy::kNotes;
   if (o.notes_path.empty())
     return Status::InvalidArgument("the notes strategy needs a notes file (--notes FILE)");
-  COMPACTOR_ASSIGN_OR_RETURN(std::string notes, internal::ReadFile(o.notes_path));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string notes, EnvOrDefault(o.env)->ReadFile(o.notes_path));
   size_t b = notes.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) {
     r.skipped_reason = "empty notes";
@@ -385,7 +379,7 @@ Result<ComputedCompaction> ComputeUserPrompts(const Session& session, const Comp
   std::vector<UserPrompt> prompts;
   std::vector<Message> to_summarize;
   std::string previous_summary;
-  internal::MessageFeed feed({&ctx.messages});
+  internal::MessageFeed feed({&ctx.messages}, o.env);
   feed.ParseAll();
   std::vector<Message> parsed = feed.TakeMessages();
   for (size_t i = 0; i < ctx.messages.size(); ++i) {
@@ -529,7 +523,7 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
     r.skipped_reason = "below threshold: " + why;
     return out;
   }
-  std::vector<Message> all = ParseAll({&ctx.messages});
+  std::vector<Message> all = ParseAll({&ctx.messages}, o.env);
   FileOps ops;
   ExtractFileOps(all, ops);
   FileLists lists = ComputeFileLists(ops);
@@ -547,7 +541,7 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
   const int64_t now = NowMs(o);
   const std::string ts = FormatIsoTimestamp(now);
   SessionHeaderFields h;
-  h.id = NewUuidV7();
+  h.id = NewUuidV7(o.env);
   h.timestamp = ts;
   h.cwd = session.header().cwd;
   h.parent_session = session.path();
@@ -561,7 +555,7 @@ Result<ComputedCompaction> ComputeHandoff(const Session& session, const CompactO
   std::string parent;
   std::vector<std::string> ids;
   auto next_id = [&] {
-    std::string id = NewEntryId(session, ids);
+    std::string id = NewEntryId(session, ids, o.env);
     ids.push_back(id);
     return id;
   };
@@ -646,7 +640,7 @@ Result<ComputedCompaction> ComputeMask(const Session& session, const CompactOpti
   }
   std::optional<size_t> leaf = o.leaf_id ? session.Find(*o.leaf_id) : session.Leaf();
   ApplyOptions apply;
-  apply.now_ms = [&o] { return NowMs(o); };
+  apply.env = o.env;
   COMPACTOR_ASSIGN_OR_RETURN(MaskResult m, MaskObservations(session, leaf, o.mask, apply));
   if (m.plan.outputs.empty()) {
     r.skipped_reason = m.plan.skipped_reason.empty() ? "nothing to mask" : m.plan.skipped_reason;
@@ -667,7 +661,7 @@ Result<ComputedCompaction> ComputeMask(const Session& session, const CompactOpti
 }  // namespace
 
 Result<ComputedCompaction> ComputeCompaction(const Session& session, const CompactOptions& o) {
-  auto start = std::chrono::steady_clock::now();
+  const int64_t start_us = EnvOrDefault(o.env)->MonotonicMicros();
   Strategy strategy = Strategy::kSummary;
   if (o.strategy) {
     strategy = *o.strategy;
@@ -712,7 +706,7 @@ Result<ComputedCompaction> ComputeCompaction(const Session& session, const Compa
   }
   if (out.ok()) {
     out->result.duration_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        static_cast<double>(EnvOrDefault(o.env)->MonotonicMicros() - start_us) / 1000.0;
   }
   return out;
 }
@@ -725,6 +719,7 @@ Result<std::unique_ptr<Session>> SessionWithAppended(const Session& session,
 Result<CompactionResult> CompactFile(const std::string& path, const CompactOptions& o,
                                      const LoadOptions& load) {
   LoadOptions measured = load;
+  measured.env = o.env;
   // Compaction estimates every message of the context: measure them while indexing.
   if (o.settings.tokenizer.empty() || o.settings.tokenizer == "estimate")
     measured.estimate_messages = true;
@@ -735,20 +730,20 @@ Result<CompactionResult> CompactFile(const std::string& path, const CompactOptio
   switch (r.strategy) {
     case Strategy::kHandoff:
       COMPACTOR_RETURN_IF_ERROR(
-          WriteFileAtomic(r.output_path, c.handoff_jsonl, RewriteOptions{false, ".bak"}));
+          WriteFileAtomic(r.output_path, c.handoff_jsonl, RewriteOptions{false, ".bak", o.env}));
       break;
     case Strategy::kMask: {
       // Rewrites only the masked lines of the bytes on disk, refusing if an
       // agent appended meanwhile; the old file is kept as FILE.bak.
       WriteRewrittenOptions w;
-      w.now_ms = o.now_ms;
+      w.env = o.env;
       COMPACTOR_ASSIGN_OR_RETURN(WriteRewrittenResult written,
                                  WriteRewrittenSession(*session, path, *c.rewrite_plan, w));
       r.output_path = written.output_path;
       break;
     }
     default:
-      COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {r.entry_json}));
+      COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {r.entry_json}, AppendOptions{false, -1, o.env}));
   }
   if (o.hooks) o.hooks->RunAfterCompact({r}, &r.hook_errors);
   return r;

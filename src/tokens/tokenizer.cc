@@ -1,14 +1,10 @@
 #include "compactor/tokenizer.h"
 
-#include <sys/stat.h>
-
 #include <array>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include "tokens/bpe.h"
 #include "tokens/pretokenize.h"
@@ -85,9 +81,9 @@ bool DecodeBase64(std::string_view in, std::string* out) {
   return pad <= 2;
 }
 
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+bool IsFile(Env* env, const std::string& path) {
+  Result<FileInfo> info = env->Stat(path);
+  return info.ok() && info->kind == FileKind::kRegular;
 }
 
 // Per-thread cache of the token count of multi-token pieces for Count(). Direct
@@ -126,10 +122,8 @@ Result<Encoding> ParseEncoding(std::string_view name) {
 std::vector<std::string> VocabSearchPath(const VocabOptions& options) {
   std::vector<std::string> dirs;
   if (!options.dir.empty()) dirs.push_back(options.dir);
-  if (options.use_env) {
-    const char* env = std::getenv(kVocabDirEnv);
-    if (env != nullptr && *env != '\0') dirs.emplace_back(env);
-  }
+  std::optional<std::string> from_env = EnvOrDefault(options.env)->GetEnvVar(kVocabDirEnv);
+  if (from_env && !from_env->empty()) dirs.push_back(*from_env);
   dirs.emplace_back(COMPACTOR_DATA_DIR "/vocab");
 #ifdef COMPACTOR_BUILD_VOCAB_DIR
   dirs.emplace_back(COMPACTOR_BUILD_VOCAB_DIR);
@@ -298,12 +292,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(Encoding encoding, const Voca
   std::vector<std::string> dirs = VocabSearchPath(options);
   for (const std::string& dir : dirs) {
     std::string path = dir + "/" + file_name;
-    if (!IsFile(path)) continue;
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    if (!in.good() && !in.eof()) return Status::IoError("cannot read " + path);
-    std::string content = std::move(buf).str();
+    Env* env = EnvOrDefault(options.env);
+    if (!IsFile(env, path)) continue;
+    Result<std::string> read = env->ReadFile(path);
+    if (!read.ok()) return Status::IoError("cannot read " + path);
+    std::string content = std::move(read).value();
     auto tok = FromTiktoken(encoding, content, options.verify_sha256);
     if (!tok.ok()) return Status(tok.status().code(), path + ": " + tok.status().message());
     (*tok)->impl_->source_path = path;
@@ -325,11 +318,8 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::Shared(Encoding encoding,
       new std::map<std::string, std::shared_ptr<const Tokenizer>>();  // never destroyed
   std::string key = std::string(EncodingName(encoding)) + '\n' + options.dir + '\n' +
                     (options.verify_sha256 ? "1" : "0");
-  if (options.use_env) {
-    const char* env = std::getenv(kVocabDirEnv);
-    key += '\n';
-    key += env != nullptr ? env : "";
-  }
+  key += '\n';
+  key += EnvOrDefault(options.env)->GetEnvVar(kVocabDirEnv).value_or("");
   std::lock_guard<std::mutex> lock(mu);
   auto it = loaded->find(key);
   if (it != loaded->end()) return it->second;

@@ -71,7 +71,9 @@ CompactOptions Options(const Summarizer* s) {
   CompactOptions o;
   o.summarizer = s;
   o.settings.keep_recent_tokens = 2000;
-  o.now_ms = [] { return int64_t{1767225600000}; };
+  // Real files (these tests check what lands on disk), a fixed clock.
+  static testing::FixedClockEnv clock(1767225600000);
+  o.env = &clock;
   return o;
 }
 

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "tokens/bpe.h"
@@ -56,19 +58,39 @@ TEST(TokenizerEncodingTest, Names) {
   EXPECT_EQ(ParseEncoding("p50k").status().code(), StatusCode::kInvalidArgument);
 }
 
+// The real file system with environment variables of the test's choosing
+// (none by default): hermetic whatever the shell exports.
+class VarsEnv : public EnvWrapper {
+ public:
+  VarsEnv() : EnvWrapper(Env::Default()) {}
+  std::optional<std::string> GetEnvVar(const std::string& name) override {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  }
+  std::map<std::string, std::string> vars;
+};
+
 TEST(TokenizerVocabTest, SearchOrderAndMissingVocabularyMessage) {
+  VarsEnv no_vars;
   VocabOptions opts;
   opts.dir = "/nonexistent/explicit";
-  opts.use_env = false;
+  opts.env = &no_vars;
   auto path = VocabSearchPath(opts);
   ASSERT_GE(path.size(), 2u);
   EXPECT_EQ(path[0], "/nonexistent/explicit");
   EXPECT_NE(path[1].find("share/compactor/vocab"), std::string::npos);
 
-  setenv(kVocabDirEnv, "/nonexistent/from-env", 1);
-  opts.use_env = true;
+  VarsEnv with_var;
+  with_var.vars[kVocabDirEnv] = "/nonexistent/from-env";
+  opts.env = &with_var;
   path = VocabSearchPath(opts);
   EXPECT_EQ(path[1], "/nonexistent/from-env");
+  // The process environment through Env::Default().
+  setenv(kVocabDirEnv, "/nonexistent/from-process", 1);
+  opts.env = nullptr;
+  path = VocabSearchPath(opts);
+  EXPECT_EQ(path[1], "/nonexistent/from-process");
   unsetenv(kVocabDirEnv);
 
   // With every directory missing the file, the error names them all and how
@@ -78,7 +100,7 @@ TEST(TokenizerVocabTest, SearchOrderAndMissingVocabularyMessage) {
   auto dir = std::filesystem::temp_directory_path() / "compactor_vocab_empty";
   std::filesystem::create_directories(dir);
   opts.dir = dir.string();
-  opts.use_env = false;
+  opts.env = &no_vars;
   auto t = Tokenizer::Load(Encoding::kO200kBase, opts);
   if (!t.ok()) {
     EXPECT_EQ(t.status().code(), StatusCode::kNotFound);
@@ -128,9 +150,10 @@ TEST(TokenizerSharedTest, OneInstancePerEncodingAndOptions) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(a->get(), b->get());
   EXPECT_EQ((*a)->encoding(), Encoding::kCl100kBase);
+  VarsEnv no_vars;
   VocabOptions missing;
   missing.dir = "/nonexistent/compactor-vocab";
-  missing.use_env = false;
+  missing.env = &no_vars;
   auto c = Tokenizer::Shared(Encoding::kCl100kBase, missing);
   // The explicit dir is absent, so the later defaults are searched: a
   // distinct instance (other options) of the same vocabulary, unless the
