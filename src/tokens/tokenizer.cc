@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <new>
 #include <sstream>
 
 #include "tokens/bpe.h"
@@ -77,7 +78,16 @@ struct PieceCache {
     uint32_t len;  // 0: empty
     uint8_t bytes[kMaxLen];
   };
-  std::unique_ptr<Entry[]> entries{new Entry[kEntries]()};
+  // calloc, not new Entry[](): the 256 KB come as untouched zero pages, so a
+  // process that counts a few pieces pays for the pages it uses, not for
+  // zeroing all of them (both encodings' caches exist once either is used).
+  struct Free {
+    void operator()(Entry* p) const { std::free(p); }
+  };
+  std::unique_ptr<Entry[], Free> entries{static_cast<Entry*>(std::calloc(kEntries, sizeof(Entry)))};
+  PieceCache() {
+    if (entries == nullptr) throw std::bad_alloc();
+  }
 };
 
 PieceCache& CacheFor(Encoding e) {
