@@ -1,6 +1,7 @@
 #include "compactor/tokenizer.h"
 
 #include <dlfcn.h>
+#include <errno.h>  // program_invocation_name
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -51,12 +52,15 @@ std::string ExecutableDir() {
   return ec ? std::string() : exe.parent_path().string();
 }
 
-// The directory of the file this code was loaded from: the shared library
-// when the library is built as one, else the executable (or "").
+// The directory of the shared library holding this code, when the library
+// is built as one; "" when the code is linked into the executable. For the
+// executable glibc reports argv[0] (maybe relative, maybe found on PATH), so
+// only an absolute path other than argv[0] is taken.
 std::string LibraryDir() {
   Dl_info info;
   if (::dladdr(reinterpret_cast<const void*>(&ExecutableDir), &info) == 0 ||
-      info.dli_fname == nullptr || *info.dli_fname == '\0') {
+      info.dli_fname == nullptr || info.dli_fname[0] != '/' ||
+      std::strcmp(info.dli_fname, program_invocation_name) == 0) {
     return "";
   }
   std::error_code ec;
