@@ -32,7 +32,8 @@ for bin in "$before" "$after"; do
     "$bin" tokens "$scratch/six.txt" --text --tokenizer "$enc" >/dev/null
   done
 done
-cmds=()
+# /bin/true: what any process start costs on this machine right now.
+cmds=(-n "/bin/true" "/bin/true")
 for enc in o200k cl100k estimate; do
   cmds+=(-n "before $enc" "$before tokens $scratch/six.txt --text --tokenizer $enc")
   cmds+=(-n "after $enc" "$after tokens $scratch/six.txt --text --tokenizer $enc")
