@@ -6,6 +6,7 @@
 #include "common.h"
 #include "compactor/compact.h"
 #include "compactor/model_input.h"
+#include "compactor/provider_api.h"
 
 namespace compactor::cli {
 namespace {
@@ -115,7 +116,8 @@ void RegisterCompact(CLI::App& app) {
                                "--remote-compaction " + args->remote_compaction);
       auto model = models.ok() ? FindModel(*models, args->remote_compaction)
                                : Result<ModelConfig>(models.status());
-      if (model.ok() && model->provider != ProviderKind::kOpenAiResponses) {
+      const ProviderApi* api = model.ok() ? FindProviderApi(model->api) : nullptr;
+      if (model.ok() && (api == nullptr || !api->native_compaction())) {
         model = Status::InvalidArgument("--remote-compaction " + args->remote_compaction +
                                         ": the model's provider must be openai-responses");
       }
