@@ -3,7 +3,9 @@
 #define COMPACTOR_TESTS_SUPPORT_TEST_UTIL_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,19 @@ class FixedClockEnv : public EnvWrapper {
 
  private:
   int64_t now_ms_;
+};
+
+// The real file system with environment variables of the test's choosing
+// (none by default): hermetic whatever the shell exports.
+class VarsEnv : public EnvWrapper {
+ public:
+  VarsEnv() : EnvWrapper(Env::Default()) {}
+  std::optional<std::string> GetEnvVar(const std::string& name) override {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  }
+  std::map<std::string, std::string> vars;
 };
 
 struct RunResult {
