@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "compactor/estimate.h"
 #include "compactor/llm_summarizer.h"
 #include "compactor/providers.h"
 
@@ -21,7 +22,7 @@ void AddSessionArgs(CLI::App* cmd, SessionArgs* args) {
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args) {
   LoadOptions options;
   options.strict = args.strict;
-  options.estimate_messages = args.estimate_messages;
+  if (args.estimate_messages) options.message_observer = TokenEstimateObserver();
   auto count = std::make_shared<int>(0);
   const bool quiet = args.quiet;
   options.on_warning = [count, quiet](const LoadWarning& w) {

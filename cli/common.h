@@ -32,7 +32,7 @@ struct SessionArgs {
   std::string file;
   bool strict = false;
   bool quiet = false;  // no warnings on stderr
-  // Set by commands that estimate the context (LoadOptions::estimate_messages).
+  // Set by commands that estimate the context (LoadOptions::message_observer).
   bool estimate_messages = false;
 };
 

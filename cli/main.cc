@@ -7,13 +7,14 @@
 
 #include "commands.h"
 #include "common.h"
+#include "compactor/version.h"
 
 int main(int argc, char** argv) {
   using namespace compactor::cli;
   CLI::App app{
       "compactor: keeps LLM agent sessions (pi session files) inside their context window"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "compactor 0.1.0");
+  app.set_version_flag("--version", std::string("compactor ") + compactor::kVersion);
   app.footer(
       "Exit codes: 0 ok, 1 input error (unreadable or invalid session), 2 usage error, 3 eval "
       "--check target missed, 4 internal error (out of memory).");

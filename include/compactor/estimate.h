@@ -85,10 +85,16 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
 
 // The same over messages of `session`, taking each stored message's estimate
 // from the index when the session was loaded with
-// LoadOptions::estimate_messages (identical numbers, no second read).
+// LoadOptions::message_observer = TokenEstimateObserver() (identical numbers,
+// no second read).
 ContextEstimate EstimateContextTokens(const Session& session,
                                       const std::vector<ContextMessage>& messages,
                                       const TokenCounter& counter);
+
+// The observer that measures pi's estimate of every message while a session
+// is indexed (LoadOptions::message_observer). A static object: never null,
+// thread-safe, lives as long as the program.
+const MessageObserver* TokenEstimateObserver();
 
 // counter.Message() of one message, from the index when it was measured there.
 int64_t EntryMessageTokens(const Session& session, size_t entry_index, const TokenCounter& counter);

@@ -25,6 +25,11 @@
 
 namespace compactor {
 
+// Measures each message while a session is indexed (LoadOptions::message_observer).
+// Opaque here: the modules of the library implement it, and the one a caller
+// passes is TokenEstimateObserver() (compactor/estimate.h), pi's estimate.
+class MessageObserver;
+
 enum class EntryType {
   kMessage,
   kThinkingLevelChange,
@@ -77,7 +82,7 @@ struct Entry {
   // With the estimate: how many content blocks have the type "toolCall"; -1 unknown.
   int32_t tool_call_blocks = -1;
   // message entries: pi's token estimate of the message (EstimateMessageTokens),
-  // measured while indexing when LoadOptions::estimate_messages is set; -1 otherwise.
+  // measured while indexing when LoadOptions::message_observer is set; -1 otherwise.
   int64_t estimate = -1;
 };
 
@@ -108,10 +113,13 @@ struct LoadOptions {
   // Called about every 8 MiB while a file is indexed (bytes done, total), for
   // progress display on a terminal.
   std::function<void(size_t, size_t)> on_progress;
-  // Also measure every message's token estimate during the single indexing
-  // pass (Entry::estimate), for callers that will estimate the context or
-  // prepare a compaction: they then never read the messages a second time.
-  bool estimate_messages = false;
+  // Also measure every message during the single indexing pass
+  // (Entry::estimate, Entry::tool_call_blocks, ForEachFileCall), for callers
+  // that will estimate the context or prepare a compaction: they then never
+  // read the messages a second time. Pass TokenEstimateObserver()
+  // (compactor/estimate.h) for pi's estimate; null = not measured. Not owned;
+  // must outlive the load.
+  const MessageObserver* message_observer = nullptr;
   // Threads that index the lines: 0 picks (two for files of 16 MiB and more
   // on a machine with two or more cores), 1 reads on the calling thread.
   // The result is the same whatever the number.
@@ -173,7 +181,7 @@ class Session {
   std::string_view FieldJson(size_t index, std::string_view key) const;
   // The read, write and edit tool calls of a message entry that name a
   // non-empty "path", in content order, as the index pass recorded them
-  // (LoadOptions::estimate_messages): calls fn(tool, path) for each, tool
+  // (LoadOptions::message_observer): calls fn(tool, path) for each, tool
   // being "read", "write" or "edit", and returns true. Returns false when they
   // were not recorded (not measured, or a message only a full parse reads
   // right: escaped names or paths, repeated keys); read MessageJson then.

@@ -722,7 +722,7 @@ Result<CompactionResult> CompactFile(const std::string& path, const CompactOptio
   measured.env = o.env;
   // Compaction estimates every message of the context: measure them while indexing.
   if (o.settings.tokenizer.empty() || o.settings.tokenizer == "estimate")
-    measured.estimate_messages = true;
+    measured.message_observer = TokenEstimateObserver();
   COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, measured));
   COMPACTOR_ASSIGN_OR_RETURN(ComputedCompaction c, ComputeCompaction(*session, o));
   CompactionResult& r = c.result;

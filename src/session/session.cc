@@ -14,7 +14,7 @@
 #include <unordered_set>
 
 #include "compactor/js_json.h"
-#include "tokens/estimate_internal.h"
+#include "session/message_observer.h"
 #include "util/file.h"
 #include "util/json_scan.h"
 #include "util/utf8.h"
@@ -343,8 +343,8 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   // that need the tolerant estimate; the entry is then read again without it
   // and its message measured on its own (MeasureStoredMessage).
   bool gave_up = false;
-  if (WalkEntry(view, line, options.estimate_messages, &gave_up, e, span, hf, is_header, error,
-                parser, st))
+  if (WalkEntry(view, line, options.message_observer != nullptr, &gave_up, e, span, hf, is_header,
+                error, parser, st))
     return true;
   if (!gave_up) return false;
   *e = Entry();
@@ -442,9 +442,9 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
       if (measure_inline) {
         // The estimate's walk hands the other members to `member`; it reads
         // "role" itself.
-        const std::function<void(std::string_view, simdjson::ondemand::value)> other = member;
+        const internal::OtherField other = member;
         thread_local internal::MessageMeasure measure;
-        if (!internal::MeasureMessageObject(m, &measure, &other)) {
+        if (!options.message_observer->Measure(m, &measure, &other)) {
           *gave_up = true;
           return false;
         }
@@ -517,7 +517,7 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
     span->file_calls_known = false;
     span->file_calls = {};
   }
-  if (options.estimate_messages && !measure_inline && e->type == EntryType::kMessage &&
+  if (options.message_observer != nullptr && !measure_inline && e->type == EntryType::kMessage &&
       span->msg_len != 0) {
     // Second walk over the same structural index (no second parse): find the
     // message object recorded above (the last "message" key, as JSON.parse
@@ -535,7 +535,7 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
         if (v.raw_json_token().data() != msg_start) continue;
         simdjson::ondemand::object m;
         thread_local internal::MessageMeasure measure;
-        if (!v.get_object().get(m) && internal::MeasureMessageObject(m, &measure))
+        if (!v.get_object().get(m) && options.message_observer->Measure(m, &measure, nullptr))
           KeepMeasure(measure, e, span, st);
         break;
       }
@@ -564,7 +564,7 @@ void Session::Impl::ParseChunk(Chunk& c) {
   size_t last_progress = c.begin;
   // Callers that measure messages will read them again (file operations,
   // usage): keep the pages then rather than fault them back in.
-  const bool release = size > kReleaseThreshold && !options.estimate_messages;
+  const bool release = size > kReleaseThreshold && options.message_observer == nullptr;
   auto warn = [&c](uint32_t line, std::string message) {
     c.warnings.emplace_back(line, std::move(message));
   };
@@ -777,7 +777,7 @@ Status Session::Impl::Load() {
     std::vector<Entry>().swap(c.entries);
     std::vector<Span>().swap(c.spans);
   }
-  if (size > kReleaseThreshold && !options.estimate_messages) file.Release(0, size);
+  if (size > kReleaseThreshold && options.message_observer == nullptr) file.Release(0, size);
   Migrate();
   Index();
   return Status::Ok();

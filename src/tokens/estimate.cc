@@ -365,7 +365,7 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
   return true;
 }
 
-using OtherField = std::function<void(std::string_view, simdjson::ondemand::value)>;
+using internal::OtherField;
 
 template <bool kFast>
 bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_storage,
@@ -517,6 +517,24 @@ std::optional<int64_t> EstimateMessageTokensFast(std::string_view message_json) 
 }
 
 }  // namespace internal
+
+namespace {
+
+// pi's estimate as the session indexer's per-message observer.
+class EstimateObserver final : public MessageObserver {
+ public:
+  bool Measure(simdjson::ondemand::object message, internal::MessageMeasure* out,
+               const internal::OtherField* other) const override {
+    return internal::MeasureMessageObject(message, out, other);
+  }
+};
+
+}  // namespace
+
+const MessageObserver* TokenEstimateObserver() {
+  static const EstimateObserver kObserver;
+  return &kObserver;
+}
 
 int64_t EstimateMessageTokens(std::string_view message_json) {
   if (auto fast = internal::EstimateMessageTokensFast(message_json)) return *fast;

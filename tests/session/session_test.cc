@@ -320,7 +320,7 @@ void ExpectSameLoad(const std::string& text, int threads) {
   std::vector<LoadWarning> w1, wn;
   LoadOptions o1;
   o1.threads = 1;
-  o1.estimate_messages = true;
+  o1.message_observer = TokenEstimateObserver();
   o1.on_warning = [&](const LoadWarning& w) { w1.push_back(w); };
   LoadOptions on = o1;
   on.threads = threads;
@@ -448,7 +448,7 @@ TEST(Session, MeasuringWhileIndexingKeepsEveryField) {
       R"({"type":"custom","id":"x","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"not a message entry"}})"
       "\n";
   LoadOptions measured;
-  measured.estimate_messages = true;
+  measured.message_observer = TokenEstimateObserver();
   for (int threads : {1, 2}) {
     measured.threads = threads;
     auto a = MustLoad(text);
@@ -518,7 +518,7 @@ TEST(Session, FileCallsRecordedWhileIndexing) {
   }
   for (int threads : {1, 2}) {
     LoadOptions o;
-    o.estimate_messages = true;
+    o.message_observer = TokenEstimateObserver();
     o.threads = threads;
     auto s = MustLoad(text, o);
     ASSERT_TRUE(s);

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tokens/pcre2_splitter.h"
-#include "tokens/sample_corpus.h"
+#include "support/pcre2_splitter.h"
+#include "support/sample_corpus.h"
 #include "tokens/unicode_classes.h"
 
 namespace compactor::tokens {

@@ -9,9 +9,9 @@
 #include <optional>
 #include <thread>
 
+#include "support/sample_corpus.h"
 #include "support/test_util.h"
 #include "tokens/bpe.h"
-#include "tokens/sample_corpus.h"
 #include "tokens/sha256.h"
 #include "tokens/support.h"
 #include "tokens/utf8.h"

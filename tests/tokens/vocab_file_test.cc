@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "support/sample_corpus.h"
 #include "support/test_util.h"
 #include "tokens/bpe.h"
-#include "tokens/sample_corpus.h"
 #include "tokens/sha256.h"
 #include "tokens/support.h"
 

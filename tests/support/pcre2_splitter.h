@@ -1,11 +1,11 @@
 // The reference pre-tokenizer: PCRE2 (JIT) running the literal upstream split
 // patterns from openai/tiktoken. Slower than the hand-written scanners in
-// pretokenize.h, which tests compare against it.
+// src/tokens/pretokenize.h, which tests compare against it.
 //
 // Known difference from tiktoken (Rust regex), rare and documented in
 // docs/tokenizers.md: PCRE2 10.42 has Unicode 14 tables (tiktoken 1.0.22: 16).
-#ifndef COMPACTOR_SRC_TOKENS_PCRE2_SPLITTER_H_
-#define COMPACTOR_SRC_TOKENS_PCRE2_SPLITTER_H_
+#ifndef COMPACTOR_TESTS_SUPPORT_PCRE2_SPLITTER_H_
+#define COMPACTOR_TESTS_SUPPORT_PCRE2_SPLITTER_H_
 
 #include <memory>
 #include <string_view>
@@ -40,4 +40,4 @@ class Pcre2Splitter {
 
 }  // namespace compactor::tokens
 
-#endif  // COMPACTOR_SRC_TOKENS_PCRE2_SPLITTER_H_
+#endif  // COMPACTOR_TESTS_SUPPORT_PCRE2_SPLITTER_H_

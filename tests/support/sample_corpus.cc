@@ -1,4 +1,4 @@
-#include "tokens/sample_corpus.h"
+#include "support/sample_corpus.h"
 
 #include <array>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "tokens/pcre2_splitter.h"
+#include "support/pcre2_splitter.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

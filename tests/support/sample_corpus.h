@@ -1,9 +1,9 @@
 // Deterministic sample text for the tokenizer tests and benchmarks: English
 // prose, source code, JSON, CJK, emoji, whitespace runs, long words, random
-// Unicode. Not used by the library itself; it lives here so that the test
+// Unicode. Test support, not in the library; it lives here so that the test
 // binary and the benchmark program build the exact same bytes.
-#ifndef COMPACTOR_SRC_TOKENS_SAMPLE_CORPUS_H_
-#define COMPACTOR_SRC_TOKENS_SAMPLE_CORPUS_H_
+#ifndef COMPACTOR_TESTS_SUPPORT_SAMPLE_CORPUS_H_
+#define COMPACTOR_TESTS_SUPPORT_SAMPLE_CORPUS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -61,4 +61,4 @@ std::string BenchCode(size_t bytes);
 
 }  // namespace compactor::tokens
 
-#endif  // COMPACTOR_SRC_TOKENS_SAMPLE_CORPUS_H_
+#endif  // COMPACTOR_TESTS_SUPPORT_SAMPLE_CORPUS_H_
