@@ -62,6 +62,8 @@ cmake --build "$work/cmake-build" >/dev/null
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 read -r -a cflags <<<"$(pkg-config --cflags compactor)"
 read -r -a libs <<<"$(pkg-config --libs --static compactor)"
+# A shared libcompactor is found at run time through the consumer's rpath.
+if [ "${lib%.so}" != "$lib" ]; then libs+=("-Wl,-rpath,$libdir"); fi
 "${launcher[@]}" "$cxx" -std=c++20 -O2 "${cflags[@]}" "$root/tests/consumer/main.cc" \
   -o "$work/consumer-pc" "${libs[@]}"
 
