@@ -4,16 +4,26 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <string_view>
 
 #include "commands.h"
 #include "common.h"
+#include "compactor/kernel.h"
 
 int main(int argc, char** argv) {
   using namespace compactor::cli;
   CLI::App app{
       "compactor: keeps LLM agent sessions (pi session files) inside their context window"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "compactor 0.1.0");
+  // The second line names the CPU kernel in use (docs/kernels.md).
+  app.set_version_flag("--version", [] {
+    std::string out = "compactor 0.1.0\nkernel: ";
+    out += compactor::ActiveKernelName();
+    out += " (available:";
+    for (std::string_view k : compactor::AvailableKernels()) (out += ' ') += k;
+    return out + ")";
+  });
   app.footer(
       "Exit codes: 0 ok, 1 input error (unreadable or invalid session), 2 usage error, 3 eval "
       "--check target missed, 4 internal error (out of memory).");

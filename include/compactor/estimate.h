@@ -21,7 +21,8 @@ namespace compactor {
 inline constexpr int64_t kImageEstimateChars = 4800;
 
 // Number of UTF-16 code units of a UTF-8 string (JavaScript's string.length).
-// Invalid sequences count as U+FFFD (1 unit each), as Node decodes them.
+// Each invalid sequence (its maximal subpart) counts as one U+FFFD, as Node
+// decodes it (TextDecoder, Buffer#toString).
 int64_t Utf16Length(std::string_view utf8);
 
 // pi's estimateTokens(message) on a message's raw JSON. Never fails: unreadable

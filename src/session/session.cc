@@ -17,6 +17,7 @@
 #include "tokens/estimate_internal.h"
 #include "util/file.h"
 #include "util/json_scan.h"
+#include "util/kernel.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -88,7 +89,9 @@ std::string LoadWarning::ToString() const {
   return file + ":" + std::to_string(line) + ": " + message;
 }
 
-struct Session::Impl {
+// The session's state, at namespace scope (Session::Impl is private) so that
+// the CPU kernels' copies of ParseChunk can be handed it (util/kernel.h).
+struct SessionState {
   std::string path;
   internal::FileBytes file;
   std::string owned;  // FromString contents (followed by padding)
@@ -254,6 +257,8 @@ struct Session::Impl {
   void Index();
 };
 
+struct Session::Impl : SessionState {};
+
 namespace {
 
 bool GetString(simdjson::ondemand::value v, std::string* out) {
@@ -265,8 +270,8 @@ bool GetString(simdjson::ondemand::value v, std::string* out) {
 
 }  // namespace
 
-void Session::Impl::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span,
-                                Storage& st) {
+void SessionState::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span,
+                               Storage& st) {
   e->estimate = m.tokens;
   e->tool_call_blocks = static_cast<int32_t>(std::min<int64_t>(m.tool_call_blocks, INT32_MAX));
   span->file_calls_known = m.file_calls_known;
@@ -283,7 +288,7 @@ void Session::Impl::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Spa
   span->file_calls = st.Keep(packed);
 }
 
-bool Session::Impl::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
+bool SessionState::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
   std::string_view unescaped;
   if (v.get_string().get(unescaped)) return false;
   *out = st.Keep(unescaped);
@@ -324,9 +329,9 @@ bool GetNumber(simdjson::ondemand::value v, double* out) {
 
 }  // namespace
 
-bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
-                              HeaderFields* hf, bool* is_header, std::string* error,
-                              simdjson::ondemand::parser& parser, Storage& st) {
+bool SessionState::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
+                             HeaderFields* hf, bool* is_header, std::string* error,
+                             simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::padded_string_view view;
   if (padded_ok) {
     view = simdjson::padded_string_view(line.data(), line.size(),
@@ -353,10 +358,10 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   return WalkEntry(view, line, false, &gave_up, e, span, hf, is_header, error, parser, st);
 }
 
-bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_view line,
-                              bool measure_inline, bool* gave_up, Entry* e, Span* span,
-                              HeaderFields* hf, bool* is_header, std::string* error,
-                              simdjson::ondemand::parser& parser, Storage& st) {
+bool SessionState::WalkEntry(simdjson::padded_string_view view, std::string_view line,
+                             bool measure_inline, bool* gave_up, Entry* e, Span* span,
+                             HeaderFields* hf, bool* is_header, std::string* error,
+                             simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::ondemand::document doc;
   if (auto err = parser.iterate(view).get(doc)) {
     *error = simdjson::error_message(err);
@@ -548,7 +553,11 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
   return true;
 }
 
-void Session::Impl::ParseChunk(Chunk& c) {
+void SessionState::ParseChunk(Chunk& c) {
+#ifndef COMPACTOR_KERNEL
+  // The copy of this function compiled for the active CPU kernel, if any.
+  if (auto* kernel = internal::ActiveKernel().session_parse_chunk) return kernel(this, &c);
+#endif
   simdjson::ondemand::parser parser;
   Storage& st = *c.storage;
   // Reserve for short lines (real entries average over 1 KB): the index never
@@ -659,7 +668,7 @@ void Session::Impl::ParseChunk(Chunk& c) {
   c.lines = line_no;
 }
 
-Status Session::Impl::Load() {
+Status SessionState::Load() {
   // Large files are indexed by two threads, each over about half of the
   // lines (split after a newline); results are joined in file order, so
   // entries, warnings and errors are those of a single pass.
@@ -783,7 +792,7 @@ Status Session::Impl::Load() {
   return Status::Ok();
 }
 
-void Session::Impl::Migrate() {
+void SessionState::Migrate() {
   if (header.version >= 3) {
     // firstKeptEntryIndex means nothing in a v3 file; pi ignores it.
     for (Entry& e : entries)
@@ -841,7 +850,7 @@ void Session::Impl::Migrate() {
   }
 }
 
-void Session::Impl::Index() {
+void SessionState::Index() {
   by_id.Build(entries);
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -1087,3 +1096,10 @@ std::string Session::ToV3Jsonl() const {
 }
 
 }  // namespace compactor
+
+#ifdef COMPACTOR_KERNEL
+extern "C" void COMPACTOR_KERNEL_ENTRY(session_parse_chunk)(void* state, void* chunk) {
+  using compactor::SessionState;
+  static_cast<SessionState*>(state)->ParseChunk(*static_cast<SessionState::Chunk*>(chunk));
+}
+#endif

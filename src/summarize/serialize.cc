@@ -7,6 +7,7 @@
 
 #include "compactor/summarizer.h"
 #include "summarize/text_util.h"
+#include "util/utf8.h"
 
 namespace compactor {
 namespace {
@@ -198,7 +199,7 @@ std::vector<Message> ConvertToLlm(std::span<const Message> messages) {
 std::string TruncateForSummary(std::string_view text, int64_t max_units) {
   // Cheap bound first: UTF-8 bytes >= UTF-16 units.
   if (static_cast<int64_t>(text.size()) <= max_units) return std::string(text);
-  int64_t total = summarize::Utf16Units(text);
+  int64_t total = internal::Utf16Length(text);
   if (total <= max_units) return std::string(text);
   int64_t kept = 0;
   size_t cut = summarize::Utf8PrefixForUnits(text, max_units, &kept);

@@ -2,53 +2,17 @@
 
 #include <cstring>
 
+#include "util/utf8.h"
+
 namespace compactor::summarize {
 namespace {
 
-// Length of the UTF-8 sequence starting at s[i] (1 for an invalid byte) and
-// the UTF-16 units it stands for.
+// Length of the UTF-8 sequence starting at s[i] (an invalid one: its maximal
+// subpart, as Node decodes it) and the UTF-16 units it stands for.
 inline void DecodeStep(std::string_view s, size_t i, size_t* len, int* units) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = 1;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-  }
-  if (n > 1) {
-    if (i + n > s.size()) {
-      n = 1;
-    } else {
-      for (size_t k = 1; k < n; ++k) {
-        if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
-          n = 1;
-          break;
-        }
-      }
-    }
-  }
-  *len = n;
-  *units = n == 4 ? 2 : 1;
-}
-
-void AppendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  uint32_t cp;
+  *len = internal::DecodeUtf8(s, i, &cp);
+  *units = cp >= 0x10000 ? 2 : 1;
 }
 
 int HexValue(char c) {
@@ -119,25 +83,6 @@ size_t ValueEnd(std::string_view s, size_t i) {
 }
 
 }  // namespace
-
-int64_t Utf16Units(std::string_view s) {
-  int64_t units = 0;
-  size_t i = 0;
-  while (i < s.size()) {
-    // ASCII fast path: most of a session is ASCII.
-    if (static_cast<unsigned char>(s[i]) < 0x80) {
-      ++units;
-      ++i;
-      continue;
-    }
-    size_t len;
-    int u;
-    DecodeStep(s, i, &len, &u);
-    units += u;
-    i += len;
-  }
-  return units;
-}
 
 size_t Utf8PrefixForUnits(std::string_view s, int64_t max_units, int64_t* units) {
   int64_t taken = 0;
@@ -223,14 +168,14 @@ std::string UnescapeJsonString(std::string_view b) {
           if (i + 2 < b.size() && b[i + 1] == '\\' && b[i + 2] == 'u' && ReadHex4(b, i + 3, &lo) &&
               lo >= 0xDC00 && lo <= 0xDFFF) {
             i += 6;
-            AppendUtf8(out, 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00));
+            internal::AppendUtf8(out, 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00));
           } else {
             out += "\xEF\xBF\xBD";
           }
         } else if (v >= 0xDC00 && v <= 0xDFFF) {
           out += "\xEF\xBF\xBD";
         } else {
-          AppendUtf8(out, v);
+          internal::AppendUtf8(out, v);
         }
         break;
       }

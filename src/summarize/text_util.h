@@ -1,6 +1,7 @@
-// Small text helpers shared by the summarizers: UTF-16 measurement of UTF-8
-// text (JavaScript string semantics) and a scanner over the canonical JSON of
-// tool-call arguments.
+// Small text helpers shared by the summarizers: cutting UTF-8 text at a length
+// in UTF-16 units (JavaScript string semantics; the length itself is
+// internal::Utf16Length in util/utf8.h) and a scanner over the canonical JSON
+// of tool-call arguments.
 #ifndef COMPACTOR_SRC_SUMMARIZE_TEXT_UTIL_H_
 #define COMPACTOR_SRC_SUMMARIZE_TEXT_UTIL_H_
 
@@ -11,10 +12,6 @@
 #include <string_view>
 
 namespace compactor::summarize {
-
-// JavaScript's string.length of UTF-8 text. An invalid byte counts as one unit
-// (Node decodes it as U+FFFD).
-int64_t Utf16Units(std::string_view s);
 
 // The longest prefix of `s` holding at most `max_units` UTF-16 units without
 // splitting a character; `*units` receives its length in units.

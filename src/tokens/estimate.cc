@@ -11,14 +11,12 @@
 
 #include "compactor/js_json.h"
 #include "tokens/estimate_internal.h"
+#include "util/kernel.h"
 #include "util/utf8.h"
 
 namespace compactor {
 
-int64_t Utf16Length(std::string_view utf8) {
-  if (internal::IsValidUtf8(utf8)) return internal::Utf16LengthValid(utf8);
-  return internal::Utf16LengthValid(internal::ReplaceInvalidUtf8(utf8));
-}
+int64_t Utf16Length(std::string_view utf8) { return internal::Utf16Length(utf8); }
 
 namespace {
 
@@ -510,6 +508,14 @@ int64_t EstimateMessageTokensFull(std::string_view message_json) {
 }
 
 std::optional<int64_t> EstimateMessageTokensFast(std::string_view message_json) {
+#ifndef COMPACTOR_KERNEL
+  // The copy of this function compiled for the active CPU kernel, if any.
+  if (auto* kernel = ActiveKernel().estimate_fast) {
+    int64_t tokens = 0;
+    if (!kernel(message_json, &tokens)) return std::nullopt;
+    return tokens;
+  }
+#endif
   Counts c;
   std::string role;
   if (!CountMessage<true>(message_json, &c, &role)) return std::nullopt;
@@ -738,3 +744,12 @@ ContextEstimate EstimateCurrentContextTokens(const Session& session, const Sessi
 }
 
 }  // namespace compactor
+
+#ifdef COMPACTOR_KERNEL
+extern "C" bool COMPACTOR_KERNEL_ENTRY(estimate_fast)(std::string_view message_json,
+                                                      int64_t* tokens) {
+  std::optional<int64_t> n = compactor::internal::EstimateMessageTokensFast(message_json);
+  if (n) *tokens = *n;
+  return n.has_value();
+}
+#endif
