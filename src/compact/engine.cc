@@ -290,7 +290,7 @@ Result<ComputedCompaction> ComputeNotes(const Session& session, const CompactOpt
   size_t e = notes.find_last_not_of(" \t\r\n");
   notes = notes.substr(b, e - b + 1);
   CompactOptions po = o;
-  po.settings.keep_policy = "messages";
+  po.settings.keep_policy = KeepPolicy::kLastMessages;
   PrepareResult pr;
   COMPACTOR_ASSIGN_OR_RETURN(CompactionPreparation * prep, PrepareOrSkip(session, po, &pr, &r));
   if (!prep) return out;
@@ -348,7 +348,8 @@ Result<MeasuredContext> MeasureContext(const Session& session, const CompactOpti
   co.expand_compactions = expand;
   MeasuredContext m;
   COMPACTOR_ASSIGN_OR_RETURN(m.ctx, BuildSessionContext(session, co));
-  COMPACTOR_ASSIGN_OR_RETURN(m.counter, TokenCounter::FromName(o.settings.tokenizer));
+  COMPACTOR_ASSIGN_OR_RETURN(m.counter,
+                             TokenCounter::FromName(TokenizerSettingName(o.settings.tokenizer)));
   m.est = EstimateContextTokens(session, m.ctx.messages, m.counter);
   r->tokens_before = m.est.tokens;
   return m;
@@ -726,8 +727,7 @@ Result<CompactionResult> CompactFile(const std::string& path, const CompactOptio
                                      const LoadOptions& load) {
   LoadOptions measured = load;
   // Compaction estimates every message of the context: measure them while indexing.
-  if (o.settings.tokenizer.empty() || o.settings.tokenizer == "estimate")
-    measured.estimate_messages = true;
+  if (!o.settings.tokenizer) measured.estimate_messages = true;
   COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, measured));
   COMPACTOR_ASSIGN_OR_RETURN(ComputedCompaction c, ComputeCompaction(*session, o));
   CompactionResult& r = c.result;
