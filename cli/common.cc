@@ -122,12 +122,12 @@ Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
 }
 
 Result<SessionWithContext> LoadWithContext(const SessionArgs& args, const std::string& leaf,
-                                           bool expand) {
+                                           const CompactionExpander* expander) {
   SessionWithContext out;
   COMPACTOR_ASSIGN_OR_RETURN(out.session, LoadSession(args));
   ContextOptions options;
   if (!leaf.empty()) options.leaf_id = leaf;
-  options.expand_compactions = expand;
+  options.expander = expander;
   COMPACTOR_ASSIGN_OR_RETURN(out.context, BuildSessionContext(*out.session, options));
   return out;
 }

@@ -60,8 +60,9 @@ struct PruningSettings {
 struct CompactionSettings {
   // Master switch for automatic compaction (manual compaction ignores it).
   bool enabled = true;
-  // How the old part is replaced: "summary" (pi's LLM summary). "off" disables
-  // automatic compaction like enabled = false (oh-my-pi semantics).
+  // How the old part is replaced: the name of a registered strategy
+  // (strategy.h; "summary" is pi's LLM summary). "off" disables automatic
+  // compaction like enabled = false (oh-my-pi semantics).
   std::string strategy = "summary";
   // Headroom below the context window; also sizes summary output limits.
   int64_t reserve_tokens = 16384;
@@ -110,7 +111,7 @@ Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view
 
 // Checks the constraints that do not need a context window (the
 // window-dependent ones are reported by the trigger, see policy.h): ranges and
-// the strategy name.
+// the strategy name (a registered strategy or "off").
 Status ValidateSettings(const CompactionSettings& settings);
 
 // The file system as the settings source sees it (a small seam so tests run in memory).

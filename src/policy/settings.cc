@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "compactor/policy.h"
+#include "compactor/strategy.h"
 #include "compactor/tokenizer.h"
 
 namespace compactor {
@@ -31,16 +32,8 @@ constexpr NamedKeepPolicy kKeepPolicies[] = {
     {KeepPolicy::kOpencode, "opencode"},
 };
 
-// compact.h's strategies (ParseStrategy) plus "off" (oh-my-pi: no automatic compaction).
-constexpr std::string_view kStrategies[] = {"summary", "context-full", "user-prompts", "notes",
-                                            "handoff", "mask",         "off"};
-
-bool KnownStrategy(std::string_view s) {
-  for (auto k : kStrategies) {
-    if (k == s) return true;
-  }
-  return false;
-}
+// A registered strategy (strategy.h) or "off" (oh-my-pi: no automatic compaction).
+bool KnownStrategy(std::string_view s) { return s == "off" || FindStrategy(s) != nullptr; }
 
 std::string TypeName(const Json& v) {
   if (v.is_number()) return "a number";
@@ -137,9 +130,8 @@ class Reader {
       } else if (key == "strategy") {
         COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.strategy));
         if (!KnownStrategy(s_.strategy)) {
-          return Error(path, fmt::format("unknown strategy \"{}\" (expected summary, user-prompts, "
-                                         "notes, handoff, mask or off)",
-                                         s_.strategy));
+          return Error(path, fmt::format("unknown strategy \"{}\" (expected {} or off)",
+                                         s_.strategy, StrategyNames()));
         }
       } else if (key == "reserveTokens") {
         COMPACTOR_RETURN_IF_ERROR(Integer(v, path, 0, s_.reserve_tokens));
