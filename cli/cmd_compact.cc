@@ -6,6 +6,7 @@
 #include "common.h"
 #include "compactor/compact.h"
 #include "compactor/model_input.h"
+#include "compactor/provider_api.h"
 #include "compactor/strategy.h"
 
 namespace compactor::cli {
@@ -71,15 +72,6 @@ std::string StrategyHelp() {
   return out;
 }
 
-// Under the options of `compact --help`, above the exit codes: each strategy
-// with its description.
-std::string StrategiesFooter() {
-  std::string out = "Strategies (docs/strategies.md):\n";
-  for (const CompactionStrategy* s : Strategies())
-    out += fmt::format("  {:<14}{}\n", s->name(), s->description());
-  return out;
-}
-
 }  // namespace
 
 void RegisterCompact(CLI::App& app) {
@@ -87,7 +79,6 @@ void RegisterCompact(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compact",
       "Compact the session: summarize old history, keep recent messages, record it in the file");
-  cmd->footer([] { return StrategiesFooter(); });  // above the inherited exit codes
   AddSessionArgs(cmd, &args->session);
   AddSettingsArgs(cmd, &args->settings);
   cmd->add_option("--strategy", args->strategy, StrategyHelp());
@@ -136,7 +127,8 @@ void RegisterCompact(CLI::App& app) {
                                "--remote-compaction " + args->remote_compaction);
       auto model = models.ok() ? FindModel(*models, args->remote_compaction)
                                : Result<ModelConfig>(models.status());
-      if (model.ok() && model->provider != ProviderKind::kOpenAiResponses) {
+      const ProviderApi* api = model.ok() ? FindProviderApi(model->api) : nullptr;
+      if (model.ok() && (api == nullptr || !api->native_compaction())) {
         model = Status::InvalidArgument("--remote-compaction " + args->remote_compaction +
                                         ": the model's provider must be openai-responses");
       }

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The README's second command: builds (installing what is missing) and runs the
-# whole test suite. Tests that compare with the reference pi implementation
-# install it from the npm registry once (~/.cache/pi-oracle).
+# whole test suite. The tests that compare with the reference pi implementation
+# use tests/oracle, which installs pi 0.73.1 from the npm registry once
+# (${COMPACTOR_ORACLE_HOME:-~/.cache/compactor-oracle}); without node or npm
+# they skip, saying so in one line.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" "$root/build"
-shared="${COMPACTOR_SHARED_DIR:-$root/../shared}"
-if [ -x "$shared/tools/pi-oracle/run.sh" ] && command -v node >/dev/null; then
-  home=${PI_ORACLE_HOME:-$HOME/.cache/pi-oracle}
-  if [ ! -d "$home/node_modules/@mariozechner/pi-coding-agent/dist" ]; then
-    echo "test: installing the pi oracle (npm) into $home" >&2
-    mkdir -p "$home" && cp "$shared/tools/pi-oracle/package.json" "$home/"
-    (cd "$home" && npm install --no-audit --no-fund --loglevel=error >&2)
-  fi
+status=0
+"$root/tests/oracle/install.sh" >/dev/null || status=$?
+if [ "$status" = 3 ]; then
+  echo "test: the pi oracle tests will skip (node or npm missing, see above)" >&2
+elif [ "$status" != 0 ]; then
+  exit "$status"
 fi
 for hook in "$root"/scripts/test.d/*.sh; do
   [ -e "$hook" ] && bash "$hook"

@@ -22,6 +22,7 @@
 #include "compactor/entries.h"
 #include "compactor/llm_summarizer.h"
 #include "compactor/model_input.h"
+#include "compactor/provider_api.h"
 #include "compactor/providers.h"
 #include "compactor/runtime.h"
 #include "compactor/session.h"
@@ -290,13 +291,13 @@ int main(int argc, char** argv) {
     return 2;
   };
 
-  auto kind = compactor::ParseProviderKind(a.api);
-  if (!kind.ok() || *kind == compactor::ProviderKind::kRemote) {
+  const compactor::ProviderApi* api = compactor::FindProviderApi(a.api);
+  if (api == nullptr || !api->agent_requests()) {
     return usage("--api must be openai-chat, openai-responses or anthropic");
   }
   compactor::ModelConfig model;
   model.name = "agent";
-  model.provider = *kind;
+  model.api = a.api;
   model.base_url = a.base_url;
   while (!model.base_url.empty() && model.base_url.back() == '/') model.base_url.pop_back();
   model.model_id = a.model;
@@ -305,9 +306,9 @@ int main(int argc, char** argv) {
   model.api_key_env = a.api_key_env;
   model.stream = a.stream;
   if (a.provider_name.empty()) {
-    a.provider_name = *kind == compactor::ProviderKind::kAnthropic ? "anthropic" : "openai";
+    a.provider_name = api->default_provider();
   }
-  if (a.remote_compaction && *kind != compactor::ProviderKind::kOpenAiResponses) {
+  if (a.remote_compaction && !api->native_compaction()) {
     return usage("--remote-compaction needs --api openai-responses");
   }
 

@@ -54,9 +54,10 @@ struct ModelInput {
 Result<ModelInput> BuildModelInput(const Session& session, const SessionContext& context,
                                    const ModelConfig& model, const ModelInputOptions& options = {});
 
-// pi's "api" name for a provider kind: "openai-completions", "openai-responses",
-// "anthropic-messages", "remote".
-std::string_view PiApiName(ProviderKind kind);
+// pi's "api" name for the API of `model` (ProviderApi::pi_api):
+// "openai-completions", "openai-responses", "anthropic-messages", "remote";
+// an unknown API's name as given.
+std::string_view PiApiName(const ModelConfig& model);
 
 // pi's assistant message object for a response: role, content (text, then
 // toolCall blocks), api, provider, model, usage (cost zero: Compactor does
@@ -76,7 +77,7 @@ std::string ToolResultMessageJson(std::string_view tool_call_id, std::string_vie
 // (the compaction goes on without it). A previous compaction's stored history
 // for the same provider is sent in place of its text summary.
 struct RemoteCompactionOptions {
-  ModelConfig model;  // provider must be openai-responses
+  ModelConfig model;  // an API with native compaction (openai-responses)
   CallOptions call;   // transport, clock, env, cancellation (retries: see CallModel)
   std::string provider = "openai";
   std::string instructions;  // empty = the summarization system prompt

@@ -1,6 +1,7 @@
 // LLM providers for summarization: model configuration, an HTTP transport seam
-// (libcurl in production, in-memory fakes in tests), request builders and
-// response parsers for the supported APIs, and the call policy around them
+// (libcurl in production, in-memory fakes in tests), request building and
+// response parsing through each model's API (provider_api.h has the APIs
+// themselves), and the call policy around them
 // (retries with backoff, candidate-model fallback, summarizer-overflow
 // shrinking). docs/providers.md describes the configuration format, each API's
 // request shape and the retry and overflow rules.
@@ -38,23 +39,18 @@ namespace compactor {
 // Model configuration (the "models" object of the settings file)
 // ---------------------------------------------------------------------------
 
-enum class ProviderKind {
-  kOpenAiChat,       // "openai-chat": Chat Completions (also vLLM, llama.cpp, Ollama, LM Studio)
-  kOpenAiResponses,  // "openai-responses": Responses API (+ /responses/compact)
-  kAnthropic,        // "anthropic": Messages API
-  kRemote,           // "remote": POST {systemPrompt, prompt} -> {summary}
-};
-
-std::string_view ProviderKindName(ProviderKind kind);
-Result<ProviderKind> ParseProviderKind(std::string_view name);
-
 struct ModelConfig {
   // The key under "models"; what `--summarizer NAME` refers to.
   std::string name;
-  ProviderKind provider = ProviderKind::kOpenAiChat;
-  // API root. Defaults: https://api.openai.com/v1 (openai-*),
-  // https://api.anthropic.com (anthropic). For "remote" the full endpoint URL
-  // (required).
+  // The API, by its registered name (provider_api.h; the settings key
+  // "provider"): "openai-chat" (Chat Completions, also vLLM, llama.cpp,
+  // Ollama, LM Studio), "openai-responses" (Responses API and
+  // /responses/compact), "anthropic" (Messages API), "remote" (POST
+  // {systemPrompt, prompt} -> {summary}).
+  std::string api = "openai-chat";
+  // API root. Defaults: the API's default_base_url(): https://api.openai.com/v1
+  // (openai-*), https://api.anthropic.com (anthropic). For "remote" the full
+  // endpoint URL (required).
   std::string base_url;
   // The model id sent in requests (required except for "remote").
   std::string model_id;
@@ -92,7 +88,9 @@ struct ModelConfig {
 // missing "models" key gives an empty list). Models keep their file order.
 // kInvalidArgument naming the model and key for a wrong type, an unknown
 // provider, a missing model id or remote endpoint, or a key that looks like a
-// literal secret in "apiKeyEnv". Unknown keys are ignored.
+// literal secret in "apiKeyEnv". Unknown keys are ignored. The API defaults
+// (base URL, whether a model id is required) come from the API's registry
+// entry (provider_api.h).
 Result<std::vector<ModelConfig>> ParseModelConfigs(std::string_view settings_json);
 
 // The model named `name`, or kNotFound listing the configured names.
@@ -195,9 +193,10 @@ struct LlmRequest {
   std::string thinking_level;
   // Tools the model may call (agent requests; summaries send none).
   std::vector<LlmTool> tools;
-  // openai-responses only: a JSON array of raw Responses input items sent
-  // before `messages` (a replayed /responses/compact history, see
-  // BuildModelInput in model_input.h). Empty = none; other providers ignore it.
+  // APIs with native compaction (openai-responses): a JSON array of raw
+  // Responses input items sent before `messages` (a replayed
+  // /responses/compact history, see BuildModelInput in model_input.h).
+  // Empty = none; other APIs ignore it.
   std::string responses_history_json;
 };
 
@@ -225,6 +224,9 @@ struct LlmResponse {
 // The reasoning level a request to `model` carries: empty when the model does
 // not reason or the level is unset or "off".
 std::string EffectiveReasoning(const ModelConfig& model, std::string_view thinking_level);
+
+// These go through the model's API (ProviderApi of ModelConfig::api); an
+// unknown API is kInvalidArgument (EndpointUrl: the base URL as given).
 
 // The endpoint URL of `model` (chat/completions, responses, v1/messages, or
 // the remote URL).

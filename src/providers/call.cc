@@ -6,6 +6,7 @@
 #include <ctime>
 #include <thread>
 
+#include "compactor/provider_api.h"
 #include "compactor/providers.h"
 #include "compactor/summarizer.h"
 #include "providers/stream.h"
@@ -32,10 +33,6 @@ class RealClock : public RetryClock {
 
 // Streamed bytes kept for error reporting and the non-SSE fallback.
 constexpr size_t kMaxRawBody = 8 << 20;
-
-bool IsRetryableStatus(int status) {
-  return status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
-}
 
 // Retry-After as seconds (possibly fractional) or an HTTP date; OpenAI's
 // retry-after-ms wins when present.
@@ -66,7 +63,7 @@ std::optional<milliseconds> ParseRetryAfter(const std::map<std::string, std::str
 }
 
 std::string Prefix(const ModelConfig& model) {
-  return "model " + model.name + " (" + std::string(ProviderKindName(model.provider)) + "): ";
+  return "model " + model.name + " (" + model.api + "): ";
 }
 
 }  // namespace
@@ -161,7 +158,8 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
     return out;
   }
   HttpRequest http = std::move(built).value();
-  const bool streaming = model.stream && model.provider != ProviderKind::kRemote;
+  const ProviderApi& api = **ApiOf(model);  // known: it built the request
+  const bool streaming = model.stream && api.streams();
   http.cancel_flag = options.cancel_flag;
   http.is_cancelled = options.is_cancelled;
 
@@ -234,21 +232,13 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
         }
       }
     } else {
-      std::string desc = RedactSecret(DescribeHttpFailure(sent->status, sent->body), key);
+      ProviderError e = api.ReadError(sent->status, RedactSecret(sent->body, key));
+      const std::string& desc = e.message;
       failure.http_status = sent->status;
       failure.retry_after = ParseRetryAfter(sent->headers, clock->Now());
-      OverflowInput in;
-      in.stop_reason = "error";
-      in.error_message = desc;
-      in.http_status = sent->status;
-      OverflowVerdict v = ClassifyOverflow(in, model.context_window);
-      if (v.overflow || v.payload) {
-        failure.overflow = v;
-      } else if (sent->status == 401 || sent->status == 403) {
-        failure.auth = true;
-      } else if (IsRetryableStatus(sent->status)) {
-        failure.retryable = true;
-      }
+      if (e.overflow.overflow || e.overflow.payload) failure.overflow = e.overflow;
+      failure.auth = e.auth;
+      failure.retryable = e.retryable;
       status = Status::Unavailable(Prefix(model) + desc);
     }
     if (options.on_attempt) options.on_attempt(model.name, attempt, status);

@@ -14,7 +14,7 @@ class LlmSummarizer : public Summarizer {
 
   std::string_view name() const override {
     return options_.candidates.empty() ? std::string_view("llm")
-                                       : ProviderKindName(options_.candidates.front().provider);
+                                       : std::string_view(options_.candidates.front().api);
   }
 
   Result<std::string> Summarize(const SummaryRequest& request) const override {

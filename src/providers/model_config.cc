@@ -1,6 +1,7 @@
 // The "models" object of the settings file (docs/providers.md).
 #include <nlohmann/json.hpp>
 
+#include "compactor/provider_api.h"
 #include "compactor/providers.h"
 
 namespace compactor {
@@ -22,6 +23,17 @@ bool IsEnvName(std::string_view s) {
     if (!ok) return false;
   }
   return true;
+}
+
+// "a, b, c or d": the registered API names.
+std::string RegisteredNames() {
+  std::string out;
+  std::span<const ProviderApi* const> apis = ProviderApis();
+  for (size_t i = 0; i < apis.size(); ++i) {
+    if (i > 0) out += i + 1 == apis.size() ? " or " : ", ";
+    out += apis[i]->name();
+  }
+  return out;
 }
 
 Status ReadString(const Json& obj, const std::string& model, const char* key, std::string* out) {
@@ -52,9 +64,12 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
   std::string provider;
   COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "provider", &provider));
   if (provider.empty()) return KeyError(name, "provider", "is required");
-  auto kind = ParseProviderKind(provider);
-  if (!kind.ok()) return KeyError(name, "provider", kind.status().message());
-  m.provider = *kind;
+  const ProviderApi* api = FindProviderApi(provider);
+  if (api == nullptr) {
+    return KeyError(name, "provider",
+                    "unknown provider \"" + provider + "\" (expected " + RegisteredNames() + ")");
+  }
+  m.api = provider;
   COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "baseUrl", &m.base_url));
   COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "model", &m.model_id));
   if (m.model_id.empty()) COMPACTOR_RETURN_IF_ERROR(ReadString(obj, name, "modelId", &m.model_id));
@@ -104,46 +119,19 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
   COMPACTOR_RETURN_IF_ERROR(ReadInt(obj, name, "timeoutMs", &m.timeout_ms, 1));
   COMPACTOR_RETURN_IF_ERROR(ReadInt(obj, name, "connectTimeoutMs", &m.connect_timeout_ms, 1));
 
-  if (m.provider == ProviderKind::kRemote) {
+  if (api->base_url_is_endpoint()) {
     if (m.base_url.empty()) return KeyError(name, "baseUrl", "is required for a remote endpoint");
   } else if (m.model_id.empty()) {
     return KeyError(name, "model", "is required");
   }
-  if (m.base_url.empty()) {
-    m.base_url = m.provider == ProviderKind::kAnthropic ? "https://api.anthropic.com"
-                                                        : "https://api.openai.com/v1";
-  }
-  while (m.base_url.size() > 1 && m.base_url.back() == '/' && m.provider != ProviderKind::kRemote) {
+  if (m.base_url.empty()) m.base_url = std::string(api->default_base_url());
+  while (m.base_url.size() > 1 && m.base_url.back() == '/' && !api->base_url_is_endpoint()) {
     m.base_url.pop_back();
   }
   return m;
 }
 
 }  // namespace
-
-std::string_view ProviderKindName(ProviderKind kind) {
-  switch (kind) {
-    case ProviderKind::kOpenAiChat:
-      return "openai-chat";
-    case ProviderKind::kOpenAiResponses:
-      return "openai-responses";
-    case ProviderKind::kAnthropic:
-      return "anthropic";
-    case ProviderKind::kRemote:
-      return "remote";
-  }
-  return "openai-chat";
-}
-
-Result<ProviderKind> ParseProviderKind(std::string_view name) {
-  for (ProviderKind k : {ProviderKind::kOpenAiChat, ProviderKind::kOpenAiResponses,
-                         ProviderKind::kAnthropic, ProviderKind::kRemote}) {
-    if (ProviderKindName(k) == name) return k;
-  }
-  return Status::InvalidArgument(
-      "unknown provider \"" + std::string(name) +
-      "\" (expected openai-chat, openai-responses, anthropic or remote)");
-}
 
 Result<std::vector<ModelConfig>> ParseModelConfigs(std::string_view settings_json) {
   Json doc = Json::parse(settings_json.begin(), settings_json.end(), nullptr, false);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "compactor/provider_api.h"
 #include "compactor/summarizer.h"
 #include "providers/json_util.h"
 
@@ -204,7 +205,9 @@ Result<ModelInput> BuildModelInput(const Session& session, const SessionContext&
   in.request.max_tokens = options.max_tokens;
   in.request.thinking_level = options.thinking_level;
   std::optional<size_t> replaced_entry;
-  if (model.provider == ProviderKind::kOpenAiResponses && context.compaction_path_index &&
+  auto api = ApiOf(model);
+  if (!api.ok()) return api.status();
+  if ((*api)->native_compaction() && context.compaction_path_index &&
       *context.compaction_path_index < context.path.size()) {
     size_t compaction = context.path[*context.compaction_path_index];
     std::string stored = StoredRemoteCompaction(session, compaction);
@@ -231,18 +234,9 @@ Result<ModelInput> BuildModelInput(const Session& session, const SessionContext&
   return in;
 }
 
-std::string_view PiApiName(ProviderKind kind) {
-  switch (kind) {
-    case ProviderKind::kOpenAiChat:
-      return "openai-completions";
-    case ProviderKind::kOpenAiResponses:
-      return "openai-responses";
-    case ProviderKind::kAnthropic:
-      return "anthropic-messages";
-    case ProviderKind::kRemote:
-      return "remote";
-  }
-  return "remote";
+std::string_view PiApiName(const ModelConfig& model) {
+  const ProviderApi* api = FindProviderApi(model.api);
+  return api != nullptr ? api->pi_api() : std::string_view(model.api);
 }
 
 std::string AssistantMessageJson(const ModelConfig& model, std::string_view provider,
@@ -266,7 +260,7 @@ std::string AssistantMessageJson(const ModelConfig& model, std::string_view prov
       {"cost", {{"input", 0}, {"output", 0}, {"cacheRead", 0}, {"cacheWrite", 0}, {"total", 0}}}};
   Json msg = {{"role", "assistant"},
               {"content", std::move(content)},
-              {"api", PiApiName(model.provider)},
+              {"api", PiApiName(model)},
               {"provider", provider},
               {"model", model.model_id},
               {"usage", std::move(usage)},
@@ -299,10 +293,10 @@ CompactionHooks::Compacting RemoteCompactionHook(RemoteCompactionOptions options
       if (o.on_error) o.on_error(s);
       return none;
     };
-    if (o.model.provider != ProviderKind::kOpenAiResponses) {
-      return fail(
-          Status::InvalidArgument("remote compaction needs an openai-responses model, not " +
-                                  std::string(ProviderKindName(o.model.provider))));
+    const ProviderApi* api = FindProviderApi(o.model.api);
+    if (api == nullptr || !api->native_compaction()) {
+      return fail(Status::InvalidArgument(
+          "remote compaction needs an openai-responses model, not " + o.model.api));
     }
     // A previous native compaction for this provider replaces its text summary.
     Json items = Json::array();

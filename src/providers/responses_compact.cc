@@ -4,9 +4,9 @@
 // replacement history that a Responses model can replay.
 #include <nlohmann/json.hpp>
 
+#include "compactor/estimate.h"
 #include "compactor/providers.h"
 #include "providers/json_util.h"
-#include "summarize/text_util.h"
 
 namespace compactor {
 namespace {
@@ -47,7 +47,7 @@ bool KeepUserMessage(const Json& item) {
   return true;
 }
 
-int64_t JsLength(const Json& item) { return summarize::Utf16Units(DumpJson(item)); }
+int64_t JsLength(const Json& item) { return Utf16Length(DumpJson(item)); }
 
 }  // namespace
 
@@ -66,7 +66,7 @@ Result<HttpRequest> BuildResponsesCompactRequest(const ModelConfig& model,
     return Status::InvalidArgument("responses/compact: input items must be a JSON array");
   }
   if (model.context_window > 0) {
-    int64_t total = summarize::Utf16Units(instructions);
+    int64_t total = Utf16Length(instructions);
     for (const Json& item : items) total += JsLength(item);
     // Pop from the end while over the window: a call output with its call, or
     // a developer message; anything else ends the trimming.

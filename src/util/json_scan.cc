@@ -87,6 +87,21 @@ std::vector<JsonMember> ScanObjectMembers(std::string_view s) {
   return out;
 }
 
+std::vector<std::pair<size_t, size_t>> ScanArrayElements(std::string_view s) {
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t i = SkipSpace(s, 0);
+  if (i >= s.size() || s[i] != '[') return out;
+  i = SkipSpace(s, i + 1);
+  while (i < s.size() && s[i] != ']') {
+    size_t end = SkipValue(s, i);
+    if (end == i) break;  // not a value: malformed
+    out.emplace_back(i, end);
+    i = SkipSpace(s, end);
+    if (i < s.size() && s[i] == ',') i = SkipSpace(s, i + 1);
+  }
+  return out;
+}
+
 std::string_view FindMember(std::string_view json, std::string_view key) {
   std::string_view found;
   for (const JsonMember& m : ScanObjectMembers(json)) {

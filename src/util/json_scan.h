@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace compactor::internal {
@@ -20,6 +21,10 @@ struct JsonMember {
 // Members of the object `json` (leading/trailing whitespace allowed). Returns
 // an empty vector when `json` is not an object.
 std::vector<JsonMember> ScanObjectMembers(std::string_view json);
+
+// The elements of the array `json` as [begin, end) byte offsets (leading and
+// trailing whitespace allowed). Empty when `json` is not an array.
+std::vector<std::pair<size_t, size_t>> ScanArrayElements(std::string_view json);
 
 // The raw value of member `key` (compared with the escaped key text), or an
 // empty view. With duplicate keys the last one wins, as in JSON.parse.

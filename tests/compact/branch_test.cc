@@ -6,6 +6,7 @@
 
 #include "compactor/context.h"
 #include "compactor/entries.h"
+#include "support/oracle.h"
 #include "support/test_util.h"
 
 namespace compactor {
@@ -144,9 +145,7 @@ TEST(Branch, HooksCanCancelOrSupplyTheSummary) {
 }
 
 TEST(BranchOracle, PiBuildsTheSameContextAfterABranchSummary) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty() || !testing::HaveNode())
-    GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
+  COMPACTOR_REQUIRE_ORACLE();
   TempDir d;
   std::string path = d.Write("t.jsonl", Tree());
   EchoSummarizer sum;
@@ -155,8 +154,7 @@ TEST(BranchOracle, PiBuildsTheSameContextAfterABranchSummary) {
   o.summarize = true;
   o.summarizer = &sum;
   ASSERT_TRUE(BranchFile(path, o).ok());
-  auto pi = testing::RunProgram(
-      {shared + "/tools/pi-oracle/run.sh", "harness.mjs", path, "--messages", "full"});
+  auto pi = testing::RunOracle({"inspect", path, "--messages", "full"});
   ASSERT_EQ(pi.exit_code, 0) << pi.err;
   auto ours = testing::RunCli({"context", path, "--json"});
   ASSERT_EQ(ours.exit_code, 0);

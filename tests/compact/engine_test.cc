@@ -15,6 +15,7 @@
 #include "compactor/strategy.h"
 #include "compactor/writer.h"
 #include "support/compaction_fixtures.h"
+#include "support/oracle.h"
 #include "support/test_util.h"
 
 namespace compactor {
@@ -425,9 +426,7 @@ namespace {
 
 // pi itself must load what the engine wrote and build the same context.
 TEST(EngineOracle, PiLoadsCompactedFilesAndBuildsTheSameContext) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty() || !testing::HaveNode())
-    GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
+  COMPACTOR_REQUIRE_ORACLE();
   TempDir d;
   RecordingSummarizer sum;
   for (std::string_view st : {"summary", "user-prompts"}) {
@@ -441,8 +440,7 @@ TEST(EngineOracle, PiLoadsCompactedFilesAndBuildsTheSameContext) {
         AppendLines(path, {MakeMessageEntry({"after1", r->entry_id, "2026-01-01T00:00:09.000Z"},
                                             R"({"role":"user","content":"next","timestamp":9})")})
             .ok());
-    auto pi = testing::RunProgram(
-        {shared + "/tools/pi-oracle/run.sh", "harness.mjs", path, "--messages", "full"});
+    auto pi = testing::RunOracle({"inspect", path, "--messages", "full"});
     ASSERT_EQ(pi.exit_code, 0) << pi.err;
     auto ours = testing::RunCli({"context", path, "--json"});
     ASSERT_EQ(ours.exit_code, 0) << ours.err;

@@ -1,5 +1,5 @@
-// Helpers for the conformance suite: running commands, locating the shared
-// fixtures and the pi oracle, and a JSON deep diff that reports exact paths.
+// Helpers for the conformance suite: running commands and a JSON deep diff
+// that reports exact paths.
 #ifndef COMPACTOR_TESTS_CONFORMANCE_CONFORMANCE_UTIL_H_
 #define COMPACTOR_TESTS_CONFORMANCE_CONFORMANCE_UTIL_H_
 
@@ -80,36 +80,6 @@ inline CommandResult RunCommand(const std::string& command) {
 inline std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? std::string() : std::string(v);
-}
-
-// The shared folder (fixtures, tools): $COMPACTOR_SHARED_DIR, else
-// ${COMPACTOR_SOURCE_DIR}/../shared. Empty when it does not exist.
-inline std::filesystem::path SharedDir(const std::filesystem::path& source_dir) {
-  std::filesystem::path dir = Env("COMPACTOR_SHARED_DIR");
-  if (dir.empty()) dir = source_dir / ".." / "shared";
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir / "fixtures", ec)) return {};
-  return std::filesystem::weakly_canonical(dir, ec);
-}
-
-// pi's dist folder, as shared/tools/pi-oracle/run.sh installs it: $PI_DIST,
-// else $PI_ORACLE_HOME (default ~/.cache/pi-oracle)/node_modules/.../dist.
-// Empty when pi is not installed.
-inline std::filesystem::path PiDist() {
-  std::vector<std::filesystem::path> candidates;
-  if (!Env("PI_DIST").empty()) candidates.emplace_back(Env("PI_DIST"));
-  std::filesystem::path home = Env("PI_ORACLE_HOME");
-  if (home.empty() && !Env("HOME").empty()) {
-    home = std::filesystem::path(Env("HOME")) / ".cache" / "pi-oracle";
-  }
-  if (!home.empty()) {
-    candidates.push_back(home / "node_modules" / "@mariozechner" / "pi-coding-agent" / "dist");
-  }
-  std::error_code ec;
-  for (const auto& c : candidates) {
-    if (std::filesystem::is_regular_file(c / "core" / "session-manager.js", ec)) return c;
-  }
-  return {};
 }
 
 inline std::string Abbreviate(const Json& v, size_t max_chars = 160) {

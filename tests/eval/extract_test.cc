@@ -108,15 +108,13 @@ TEST(ExtractTest, RulesOnASmallSession) {
 }
 
 TEST(ExtractTest, FixturesYieldPlausibleCounts) {
-  const std::string shared = testing::SharedDir();
-  if (shared.empty()) GTEST_SKIP() << "../shared not found";
   struct Expect {
     const char* file;
     int min_modified, min_read, min_commands, min_errors;
   };
-  for (const Expect& e : {Expect{"before-compaction.v3.jsonl", 10, 2, 30, 3},
-                          Expect{"large-session.v3.jsonl", 20, 5, 30, 5}}) {
-    auto session = Session::Open(shared + "/fixtures/pi/" + e.file);
+  for (const Expect& e :
+       {Expect{"compacted.v3.jsonl", 10, 2, 30, 3}, Expect{"long.v3.jsonl", 20, 5, 30, 5}}) {
+    auto session = Session::Open(testing::FixturePath(std::string("pi/") + e.file));
     ASSERT_TRUE(session.ok()) << session.status().ToString();
     FactFile f = ExtractFacts(**session);
     auto c = Counts(f);

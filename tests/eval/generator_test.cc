@@ -7,6 +7,7 @@
 #include "compactor/context.h"
 #include "compactor/estimate.h"
 #include "compactor/eval.h"
+#include "support/oracle.h"
 #include "support/test_util.h"
 
 namespace compactor {
@@ -232,15 +233,13 @@ TEST_P(GeneratedSessionTest, LoadsAndPlantsScorableFacts) {
 INSTANTIATE_TEST_SUITE_P(Seeds, GeneratedSessionTest, ::testing::Values(1, 2, 3, 4, 5, 6, 17, 42));
 
 TEST(GeneratorTest, PiLoadsGeneratedSessions) {
-  if (!testing::HaveNode()) GTEST_SKIP() << "node not on PATH: pi oracle check skipped";
-  const std::string shared = testing::SharedDir();
-  if (shared.empty()) GTEST_SKIP() << "../shared not found: pi oracle check skipped";
+  COMPACTOR_REQUIRE_ORACLE();
   testing::TempDir dir;
   auto paths = WriteEvalCorpus(dir.path(), 2, 1, 100000);
   ASSERT_TRUE(paths.ok());
   for (const std::string& path : *paths) {
-    auto run = testing::RunProgram({shared + "/tools/pi-oracle/run.sh", "harness.mjs", path,
-                                    "20000", "16384", "--messages", "brief"});
+    auto run = testing::RunOracle(
+        {"inspect", path, "--keep", "20000", "--reserve", "16384", "--messages", "brief"});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     auto j = nlohmann::json::parse(run.out, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << run.out.substr(0, 500);

@@ -177,14 +177,15 @@ TEST(ShouldCompactTest, OmpChecklist) {
   EXPECT_EQ(t->value, 1000);
 }
 
-// oh-my-pi 15.7.2's own threshold table (fixtures/omp/*.golden.json). Rows whose
-// default threshold is <= 0 are configuration errors in Compactor.
+// oh-my-pi 15.7.2's threshold rules over a table of windows and settings
+// (tests/fixtures/pi/expected/*.omp-rules.json, derived from the documented
+// rules by tests/oracle/lib/omp_rules.mjs, which reproduces oh-my-pi's own
+// table for the sessions it was measured on). Rows whose default threshold is
+// <= 0 are configuration errors in Compactor.
 TEST(ShouldCompactTest, OmpGoldenThresholdTable) {
-  for (const char* name : {"before-compaction", "large-session"}) {
-    std::string shared = testing::SharedDir();
-    if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
-    std::ifstream in(shared + "/fixtures/omp/" + name + ".golden.json");
-    ASSERT_TRUE(in) << "missing omp golden file " << name;
+  for (const char* name : {"compacted", "long"}) {
+    std::ifstream in(testing::FixturePath(std::string("pi/expected/") + name + ".omp-rules.json"));
+    ASSERT_TRUE(in) << "missing expected file " << name;
     nlohmann::json golden = nlohmann::json::parse(in);
     double last_usage = golden["lastUsage"]["calculateContextTokens"].get<double>();
     int checked = 0, errors = 0;

@@ -1,6 +1,6 @@
 // Cut-point selection on in-memory entry views. The quirk cases are the ones
-// tools/pi-oracle/quirks.mjs runs through pi 0.73.1; the expected pi values
-// below are that script's output.
+// `tests/oracle/oracle.mjs quirks` runs through pi 0.73.1; the expected pi
+// values below are its output.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

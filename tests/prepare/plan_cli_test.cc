@@ -1,6 +1,6 @@
 // `compactor plan --json` against pi 0.73.1: the golden outputs in
-// shared/fixtures/pi/expected, and (when node and the pi oracle are present)
-// the oracle itself on preparation edge cases and generated sessions. Every
+// tests/fixtures/pi/expected, and (when node is present) the pi oracle itself
+// (tests/oracle) on preparation edge cases and generated sessions. Every
 // difference must be one of the deviations in docs/compatibility.md; with
 // --pi-quirks the output must equal pi's exactly.
 #include <gmock/gmock.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "prepare/session_builder.h"
+#include "support/oracle.h"
 #include "support/test_util.h"
 
 namespace compactor {
@@ -105,45 +106,46 @@ std::string ExpectPiOrDocumentedDeviation(const Json& ours, const Json& pi) {
   return "?";
 }
 
+// tests/fixtures/pi/NAME and the golden output pi gives for it.
+std::string Fixture(const std::string& name) { return testing::FixturePath("pi/" + name); }
+
+Json Golden(const std::string& name) {
+  return Json::parse(testing::ReadFileOrDie(Fixture("expected/" + name)));
+}
+
 struct GoldenCase {
-  const char* session;   // relative to fixtures/pi
-  const char* expected;  // relative to fixtures/pi/expected
+  const char* session;   // relative to tests/fixtures/pi
+  const char* expected;  // relative to tests/fixtures/pi/expected
   int64_t keep;
-  const char* leaf;
+  bool at_golden_leaf;  // --leaf the golden's leafId (else the file's own leaf)
 };
 
 TEST(PlanCliTest, MatchesPiGoldenOutputs) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
-  std::string pi = shared + "/fixtures/pi/";
-  std::string written;
-  for (const auto& e : std::filesystem::directory_iterator(pi + "pi-written")) {
-    if (e.path().extension() == ".jsonl") written = e.path().string();
-  }
-  ASSERT_FALSE(written.empty());
   const GoldenCase cases[] = {
-      {"before-compaction.v3.jsonl", "before-compaction.v3.k20000.full.json", 20000, ""},
-      {"large-session.v3.jsonl", "large-session.v3.k20000.full.json", 20000, ""},
-      {"", "pi-written.k2000.full+serialized.json", 2000, ""},
-      {"", "pi-written.k20000.full.json", 20000, ""},
-      {"", "pi-written.leaf34bed9f6.k2000.full+serialized.json", 2000, "34bed9f6"},
+      {"compacted.v3.jsonl", "compacted.k20000.json", 20000, false},
+      {"long.v3.jsonl", "long.k20000.json", 20000, false},
+      {"written.jsonl", "written.k2000.json", 2000, false},
+      {"written.jsonl", "written.k20000.json", 20000, false},
+      {"written.jsonl", "written.before-compaction.k2000.json", 2000, true},
   };
   int deviations = 0;
   for (const GoldenCase& c : cases) {
     SCOPED_TRACE(c.expected);
-    std::string file = *c.session ? pi + c.session : written;
-    std::ifstream in(pi + "expected/" + c.expected);
-    ASSERT_TRUE(in);
-    Json golden = Contract(Json::parse(in));
-    Json quirks = Plan(file, c.keep, c.leaf, /*pi_quirks=*/true);
+    std::string file = Fixture(c.session);
+    Json full = Golden(c.expected);
+    std::string leaf = c.at_golden_leaf ? full.at("leafId").get<std::string>() : "";
+    Json golden = Contract(full);
+    Json quirks = Plan(file, c.keep, leaf, /*pi_quirks=*/true);
     ASSERT_FALSE(quirks.is_null());
     EXPECT_EQ(quirks, golden);
-    Json ours = Plan(file, c.keep, c.leaf, /*pi_quirks=*/false);
+    Json ours = Plan(file, c.keep, leaf, /*pi_quirks=*/false);
     ASSERT_FALSE(ours.is_null());
     std::string deviation = ExpectPiOrDocumentedDeviation(ours, golden);
     if (!deviation.empty()) {
-      // Only the pi-written session at its final leaf has nothing left to summarize.
+      // Only the written session at its file leaf has nothing left to summarize.
       EXPECT_EQ(deviation, "nothing-to-compact");
+      EXPECT_EQ(std::string(c.session), "written.jsonl");
+      EXPECT_FALSE(c.at_golden_leaf);
       ++deviations;
     }
   }
@@ -153,38 +155,42 @@ TEST(PlanCliTest, MatchesPiGoldenOutputs) {
 // The v1 originals migrate in memory to the same preparation (ids are random
 // in pi's migration, so only the id is not compared).
 TEST(PlanCliTest, V1OriginalsMatchTheGoldenCountsOfTheirMigratedCopies) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
-  for (const char* name : {"before-compaction", "large-session"}) {
+  for (const std::string name : {"compacted", "long"}) {
     SCOPED_TRACE(name);
-    std::string pi = shared + "/fixtures/pi/";
-    std::ifstream in(pi + "expected/" + name + ".v3.k20000.full.json");
-    ASSERT_TRUE(in);
-    Json golden = Contract(Json::parse(in), /*with_ids=*/false);
-    Json ours = Plan(pi + name + ".jsonl", 20000, "", false);
+    Json golden = Contract(Golden(name + ".k20000.json"), /*with_ids=*/false);
+    Json ours = Plan(Fixture(name + ".v1.jsonl"), 20000, "", false);
     ASSERT_FALSE(ours.is_null());
     EXPECT_EQ(Contract(ours, /*with_ids=*/false), golden);
   }
 }
 
+// The numbers in the words come from pi's golden output for the same file.
 TEST(PlanCliTest, WordsModeExplainsBothSides) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
-  testing::RunResult r =
-      testing::RunCli({"plan", shared + "/fixtures/pi/before-compaction.v3.jsonl"});
+  const Json g = Golden("compacted.k20000.json");
+  const Json& p = g.at("preparation");
+  ASSERT_TRUE(p.at("isSplitTurn").get<bool>()) << "the fixture's last turn must be split";
+  testing::RunResult r = testing::RunCli({"plan", Fixture("compacted.v3.jsonl")});
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_THAT(r.out, ::testing::HasSubstr("Would summarize: 383 messages (~117361 estimated"));
+  auto n = [&](const char* key) { return std::to_string(p.at(key).get<int64_t>()); };
+  EXPECT_THAT(r.out,
+              ::testing::HasSubstr("Would summarize: " + n("messagesToSummarize") + " messages (~" +
+                                   n("messagesToSummarizeEstTokens") + " estimated"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("Would keep verbatim:"));
-  EXPECT_THAT(r.out, ::testing::HasSubstr("entry bceb4f59 (assistant, #946 on the path)"));
+  EXPECT_THAT(r.out,
+              ::testing::HasSubstr("entry " + p.at("firstKeptEntryId").get<std::string>() + " (" +
+                                   p.at("firstKeptEntryRole").get<std::string>() + ", #" +
+                                   n("firstKeptEntryIndexInPath") + " on the path)"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("Split turn:"));
-  EXPECT_THAT(r.out, ::testing::HasSubstr("first 7 messages"));
-  EXPECT_THAT(r.out, ::testing::HasSubstr("Context size: 180820 tokens"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("first " + n("turnPrefixMessages") + " messages"));
+  EXPECT_THAT(r.out,
+              ::testing::HasSubstr(
+                  "Context size: " +
+                  std::to_string(g.at("estimatedTokens").at("contextEstimate").get<int64_t>()) +
+                  " tokens"));
 }
 
 TEST(PlanCliTest, SettingsFileAndCommandLineOverrides) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
-  std::string file = shared + "/fixtures/pi/before-compaction.v3.jsonl";
+  std::string file = Fixture("compacted.v3.jsonl");
   testing::TempDir tmp;
   std::string settings = tmp.Write(
       "settings.json", R"({"compaction": {"keepRecentTokens": 2000, "keepPolicy": "tokens"}})");
@@ -203,8 +209,15 @@ TEST(PlanCliTest, SettingsFileAndCommandLineOverrides) {
   testing::RunResult t = testing::RunCli({"plan", file, "--json", "--settings", turns});
   ASSERT_EQ(t.exit_code, 0) << t.err;
   Json j = Json::parse(t.out);
+  // The fixture's last turn is the one pi splits at keepRecentTokens 20000:
+  // keeping the last turn whole cuts at its start, so the history pi
+  // summarizes is summarized and the turn prefix is kept instead.
+  const Json pi = Golden("compacted.k20000.json")["preparation"];
+  ASSERT_TRUE(pi["isSplitTurn"].get<bool>());
   EXPECT_EQ(j["preparation"]["isSplitTurn"], false);
-  EXPECT_GT(j["preparation"]["messagesToSummarize"].get<int>(), 383);
+  EXPECT_EQ(j["preparation"]["turnPrefixMessages"], 0);
+  EXPECT_EQ(j["preparation"]["messagesToSummarize"], pi["messagesToSummarize"]);
+  EXPECT_NE(j["preparation"]["firstKeptEntryId"], pi["firstKeptEntryId"]);
   // A broken settings file is a usage error naming the file.
   std::string broken = tmp.Write("broken.json", R"({"reserveTokens": "lots"})");
   testing::RunResult b = testing::RunCli({"plan", file, "--json", "--settings", broken});
@@ -220,16 +233,15 @@ TEST(PlanCliTest, SettingsFileAndCommandLineOverrides) {
 }
 
 TEST(PlanCliTest, WordsModeWhenNothingToCompact) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty()) GTEST_SKIP() << "shared/fixtures not found (set COMPACTOR_SHARED_DIR)";
-  std::string written;
-  for (const auto& e : std::filesystem::directory_iterator(shared + "/fixtures/pi/pi-written")) {
-    if (e.path().extension() == ".jsonl") written = e.path().string();
-  }
-  testing::RunResult r = testing::RunCli({"plan", written});
+  const Json g = Golden("written.k20000.json");
+  ASSERT_TRUE(EmptyPreparation(Contract(g))) << "pi summarizes nothing at the written file's leaf";
+  testing::RunResult r = testing::RunCli({"plan", Fixture("written.jsonl")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("Nothing to compact"));
-  EXPECT_THAT(r.out, ::testing::HasSubstr("Context size: 5825 tokens"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr(
+                         "Context size: " +
+                         std::to_string(g["estimatedTokens"]["contextEstimate"].get<int64_t>()) +
+                         " tokens"));
 }
 
 TEST(PlanCliTest, UsageErrors) {
@@ -237,9 +249,7 @@ TEST(PlanCliTest, UsageErrors) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.empty());
   EXPECT_THAT(r.err, ::testing::HasSubstr("/nonexistent/x.jsonl"));
-  std::string shared = testing::SharedDir();
-  if (shared.empty()) return;
-  std::string file = shared + "/fixtures/pi/large-session.v3.jsonl";
+  std::string file = Fixture("long.v3.jsonl");
   r = testing::RunCli({"plan", file, "--json", "--leaf", "nosuchid"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.out.empty());
@@ -254,13 +264,7 @@ TEST(PlanCliTest, UsageErrors) {
 class PiOracleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string shared = testing::SharedDir();
-    if (shared.empty()) GTEST_SKIP() << "shared/ not found: pi oracle unavailable";
-    oracle_ = shared + "/tools/pi-oracle/run.sh";
-    if (!std::filesystem::exists(oracle_)) GTEST_SKIP() << "pi oracle not found at " << oracle_;
-    if (!testing::HaveNode()) {
-      GTEST_SKIP() << "node is not installed: skipping the pi 0.73.1 oracle comparison";
-    }
+    COMPACTOR_REQUIRE_ORACLE();
     tmp_ = std::make_unique<testing::TempDir>();
     dir_ = tmp_->path();
   }
@@ -272,10 +276,10 @@ class PiOracleTest : public ::testing::Test {
   }
 
   Json Oracle(const std::string& file, int64_t keep, const std::string& leaf) {
-    std::vector<std::string> argv = {oracle_, "harness.mjs", file,  std::to_string(keep),
-                                     "16384", "--messages",  "none"};
+    std::vector<std::string> argv = {"inspect",   file,    "--keep",     std::to_string(keep),
+                                     "--reserve", "16384", "--messages", "none"};
     if (!leaf.empty()) argv.insert(argv.end(), {"--leaf", leaf});
-    testing::RunResult r = testing::RunProgram(argv);
+    testing::RunResult r = testing::RunOracle(argv);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     Json j = Json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.out;
@@ -291,7 +295,6 @@ class PiOracleTest : public ::testing::Test {
     return ExpectPiOrDocumentedDeviation(Plan(file, keep, leaf, false), pi);
   }
 
-  std::string oracle_;
   std::unique_ptr<testing::TempDir> tmp_;
   std::filesystem::path dir_;
 };
@@ -445,8 +448,8 @@ TEST_F(PiOracleTest, GeneratedSessions) {
   for (int seed : {1}) {
     std::string file = (dir_ / ("gen" + std::to_string(seed) + ".jsonl")).string();
     testing::RunResult gen =
-        testing::RunProgram({oracle_, "gen_large.mjs", file, "--entries", "400", "--compact-every",
-                             "25", "--branch-every", "100", "--seed", std::to_string(seed)});
+        testing::RunOracle({"gen-large", file, "--entries", "400", "--compact-every", "25",
+                            "--branch-every", "100", "--seed", std::to_string(seed)});
     ASSERT_EQ(gen.exit_code, 0) << gen.err;
     // Leaves: the file's leaf and entries a third and two thirds in.
     std::vector<std::string> ids;

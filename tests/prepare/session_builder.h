@@ -1,5 +1,5 @@
 // Builds small pi v3 session files in memory for preparation tests. Message
-// shapes follow tools/pi-oracle/quirks.mjs so sizes match pi's estimate:
+// shapes follow tests/oracle/lib/quirks.mjs so sizes match pi's estimate:
 // U(n) = ceil(n / 4) tokens; A(n, tool) = ceil((n + 19) / 4) with a read tool call.
 #ifndef COMPACTOR_TESTS_PREPARE_SESSION_BUILDER_H_
 #define COMPACTOR_TESTS_PREPARE_SESSION_BUILDER_H_

@@ -12,10 +12,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-ModelConfig Model(ProviderKind kind, std::string base = "http://h/v1") {
+ModelConfig Model(std::string kind, std::string base = "http://h/v1") {
   ModelConfig m;
   m.name = std::string("test-model");
-  m.provider = kind;
+  m.api = kind;
   m.base_url = std::move(base);
   m.model_id = "model-x";
   return m;
@@ -54,7 +54,7 @@ TEST(ModelConfigTest, ParsesAllFieldsInFileOrder) {
   ASSERT_EQ(models->size(), 4u);
   const ModelConfig& fast = (*models)[0];
   EXPECT_EQ(fast.name, "fast");
-  EXPECT_EQ(fast.provider, ProviderKind::kAnthropic);
+  EXPECT_EQ(fast.api, "anthropic");
   EXPECT_EQ(fast.base_url, "https://api.anthropic.com");
   EXPECT_EQ(fast.model_id, "claude-haiku");
   EXPECT_EQ(fast.context_window, 200000);
@@ -67,7 +67,7 @@ TEST(ModelConfigTest, ParsesAllFieldsInFileOrder) {
   EXPECT_EQ((*models)[1].name, "local");
   EXPECT_EQ((*models)[1].base_url, "http://127.0.0.1:8080/v1") << "trailing slash removed";
   EXPECT_EQ((*models)[2].base_url, "https://api.openai.com/v1");
-  EXPECT_EQ((*models)[3].provider, ProviderKind::kRemote);
+  EXPECT_EQ((*models)[3].api, "remote");
   EXPECT_EQ(EndpointUrl((*models)[3]), "https://summ.example/summarize");
 
   auto found = FindModel(*models, "gpt");
@@ -151,7 +151,7 @@ TEST(ModelConfigTest, PastedKeyInApiKeyEnvIsRejectedWithoutEchoingIt) {
 // --- request bodies --------------------------------------------------------
 
 TEST(RequestTest, OpenAiChatExactBody) {
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   auto http = BuildProviderRequest(m, SummaryRequest(), "sk-test");
   ASSERT_TRUE(http.ok());
   EXPECT_EQ(http->url, "http://h/v1/chat/completions");
@@ -164,7 +164,7 @@ TEST(RequestTest, OpenAiChatExactBody) {
 }
 
 TEST(RequestTest, OpenAiChatUsesMaxCompletionTokensForOpenAi) {
-  ModelConfig m = Model(ProviderKind::kOpenAiChat, "https://api.openai.com/v1");
+  ModelConfig m = Model("openai-chat", "https://api.openai.com/v1");
   auto http = BuildProviderRequest(m, SummaryRequest(100), "");
   ASSERT_TRUE(http.ok());
   EXPECT_THAT(http->body, HasSubstr(R"("max_completion_tokens":100)"));
@@ -175,7 +175,7 @@ TEST(RequestTest, OpenAiChatUsesMaxCompletionTokensForOpenAi) {
 }
 
 TEST(RequestTest, MaxTokensClampedToModelOutputCap) {
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   m.max_output_tokens = 4096;
   EXPECT_THAT(BuildProviderRequest(m, SummaryRequest(13107), "")->body,
               HasSubstr(R"("max_tokens":4096)"));
@@ -186,7 +186,7 @@ TEST(RequestTest, MaxTokensClampedToModelOutputCap) {
 }
 
 TEST(RequestTest, ReasoningOnlyWhenModelReasonsAndLevelSet) {
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   LlmRequest r = SummaryRequest();
   r.thinking_level = "medium";
   EXPECT_THAT(BuildProviderRequest(m, r, "")->body, Not(HasSubstr("reasoning")));
@@ -198,12 +198,12 @@ TEST(RequestTest, ReasoningOnlyWhenModelReasonsAndLevelSet) {
   EXPECT_THAT(BuildProviderRequest(m, r, "")->body, Not(HasSubstr("reasoning")));
   m.reasoning_effort = "low";  // a fixed level wins over the session's
   EXPECT_THAT(BuildProviderRequest(m, r, "")->body, HasSubstr(R"("reasoning_effort":"low")"));
-  m.provider = ProviderKind::kOpenAiResponses;
+  m.api = "openai-responses";
   EXPECT_THAT(BuildProviderRequest(m, r, "")->body, HasSubstr(R"("reasoning":{"effort":"low"})"));
 }
 
 TEST(RequestTest, OpenAiResponsesExactBody) {
-  ModelConfig m = Model(ProviderKind::kOpenAiResponses);
+  ModelConfig m = Model("openai-responses");
   auto http = BuildProviderRequest(m, SummaryRequest(), "sk-test");
   ASSERT_TRUE(http.ok());
   EXPECT_EQ(http->url, "http://h/v1/responses");
@@ -216,7 +216,7 @@ TEST(RequestTest, OpenAiResponsesExactBody) {
 }
 
 TEST(RequestTest, AnthropicExactBody) {
-  ModelConfig m = Model(ProviderKind::kAnthropic, "https://api.anthropic.com");
+  ModelConfig m = Model("anthropic", "https://api.anthropic.com");
   auto http = BuildProviderRequest(m, SummaryRequest(), "sk-ant");
   ASSERT_TRUE(http.ok());
   EXPECT_EQ(http->url, "https://api.anthropic.com/v1/messages");
@@ -227,18 +227,18 @@ TEST(RequestTest, AnthropicExactBody) {
   EXPECT_EQ(Header(*http, "x-api-key"), "sk-ant");
   EXPECT_EQ(Header(*http, "anthropic-version"), "2023-06-01");
   EXPECT_EQ(Header(*http, "authorization"), "");
-  ModelConfig v1 = Model(ProviderKind::kAnthropic, "http://proxy/v1");
+  ModelConfig v1 = Model("anthropic", "http://proxy/v1");
   EXPECT_EQ(EndpointUrl(v1), "http://proxy/v1/messages");
 }
 
 TEST(RequestTest, AnthropicMaxTokensRequired) {
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   EXPECT_THAT(BuildProviderRequest(m, SummaryRequest(0), "")->body,
               HasSubstr(R"("max_tokens":4096)"));
 }
 
 TEST(RequestTest, AnthropicThinkingBudgetAddsToMaxTokens) {
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   m.reasoning = true;
   LlmRequest r = SummaryRequest(13107);
   r.thinking_level = "medium";
@@ -268,7 +268,7 @@ LlmMessage ToolResult(const std::string& id, const std::string& text) {
 }
 
 TEST(RequestTest, AnthropicMergesConsecutiveUserMessagesByKindOnly) {
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   LlmRequest r;
   r.max_tokens = 10;
   r.messages.push_back(LlmMessage::UserText("u1"));
@@ -296,7 +296,7 @@ TEST(RequestTest, AnthropicMergesConsecutiveUserMessagesByKindOnly) {
 }
 
 TEST(RequestTest, AnthropicNeverMergesTextIntoToolResults) {
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   LlmRequest r;
   r.max_tokens = 10;
   r.messages.push_back(LlmMessage::UserText("u1"));
@@ -314,16 +314,16 @@ TEST(RequestTest, ImagesPerApiAndStripping) {
   LlmMessage u = LlmMessage::UserText("look");
   u.parts.push_back({LlmPart::Kind::kImage, "", "image/png", "QUJD"});
   r.messages.push_back(u);
-  ModelConfig chat = Model(ProviderKind::kOpenAiChat);
+  ModelConfig chat = Model("openai-chat");
   EXPECT_THAT(
       BuildProviderRequest(chat, r, "")->body,
       HasSubstr(R"({"type":"image_url","image_url":{"url":"data:image/png;base64,QUJD"}})"));
-  ModelConfig resp = Model(ProviderKind::kOpenAiResponses);
+  ModelConfig resp = Model("openai-responses");
   EXPECT_THAT(
       BuildProviderRequest(resp, r, "")->body,
       HasSubstr(
           R"({"type":"input_image","detail":"auto","image_url":"data:image/png;base64,QUJD"})"));
-  ModelConfig ant = Model(ProviderKind::kAnthropic);
+  ModelConfig ant = Model("anthropic");
   EXPECT_THAT(
       BuildProviderRequest(ant, r, "")->body,
       HasSubstr(
@@ -341,13 +341,13 @@ TEST(RequestTest, OpenAiToolMessages) {
   a.tool_calls.push_back({"c1", "read", R"({"path":"a"})"});
   r.messages.push_back(a);
   r.messages.push_back(ToolResult("c1", "contents"));
-  ModelConfig chat = Model(ProviderKind::kOpenAiChat);
+  ModelConfig chat = Model("openai-chat");
   EXPECT_THAT(
       BuildProviderRequest(chat, r, "")->body,
       HasSubstr(R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",)"
                 R"("function":{"name":"read","arguments":"{\"path\":\"a\"}"}}]},)"
                 R"({"role":"tool","tool_call_id":"c1","content":"contents"})"));
-  ModelConfig resp = Model(ProviderKind::kOpenAiResponses);
+  ModelConfig resp = Model("openai-responses");
   EXPECT_THAT(
       BuildProviderRequest(resp, r, "")->body,
       HasSubstr(
@@ -362,42 +362,42 @@ TEST(RequestTest, ToolDefinitionsPerApi) {
   r.tools.push_back({"noop", "", "not json"});  // a broken schema becomes an empty object schema
   const std::string schema = R"({"type":"object","properties":{"path":{"type":"string"}}})";
   const std::string empty = R"({"type":"object","properties":{}})";
-  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kOpenAiChat), r, "")->body,
+  EXPECT_THAT(BuildProviderRequest(Model("openai-chat"), r, "")->body,
               HasSubstr(R"("tools":[{"type":"function","function":{"name":"read","description":)"
                         R"("Read a file","parameters":)" +
                         schema +
                         R"(}},{"type":"function","function":{"name":"noop",)"
                         R"("description":"","parameters":)" +
                         empty + "}}]"));
-  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kOpenAiResponses), r, "")->body,
+  EXPECT_THAT(BuildProviderRequest(Model("openai-responses"), r, "")->body,
               HasSubstr(R"("tools":[{"type":"function","name":"read","description":"Read a file",)"
                         R"("parameters":)" +
                         schema + "}"));
-  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kAnthropic), r, "")->body,
+  EXPECT_THAT(BuildProviderRequest(Model("anthropic"), r, "")->body,
               HasSubstr(R"("tools":[{"name":"read","description":"Read a file","input_schema":)" +
                         schema + "}"));
   // Summaries carry no tools field at all.
-  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kOpenAiChat), SummaryRequest(), "")->body,
+  EXPECT_THAT(BuildProviderRequest(Model("openai-chat"), SummaryRequest(), "")->body,
               Not(HasSubstr("\"tools\"")));
 }
 
 TEST(RequestTest, ResponsesHistoryPrecedesMessagesOnlyForResponses) {
   LlmRequest r = SummaryRequest(100);
   r.responses_history_json = R"([{"type":"compaction","encrypted_content":"E"}])";
-  nlohmann::json body = nlohmann::json::parse(
-      BuildProviderRequest(Model(ProviderKind::kOpenAiResponses), r, "")->body);
+  nlohmann::json body =
+      nlohmann::json::parse(BuildProviderRequest(Model("openai-responses"), r, "")->body);
   ASSERT_EQ(body["input"].size(), 2u);
   EXPECT_EQ(body["input"][0]["type"], "compaction");
   EXPECT_EQ(body["input"][1]["role"], "user");
-  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kOpenAiChat), r, "")->body,
+  EXPECT_THAT(BuildProviderRequest(Model("openai-chat"), r, "")->body,
               Not(HasSubstr("encrypted_content")));
-  EXPECT_THAT(BuildProviderRequest(Model(ProviderKind::kAnthropic), r, "")->body,
+  EXPECT_THAT(BuildProviderRequest(Model("anthropic"), r, "")->body,
               Not(HasSubstr("encrypted_content")));
 }
 
 TEST(ResponseTest, ToolCallsPerApi) {
   auto chat = ParseProviderResponse(
-      Model(ProviderKind::kOpenAiChat),
+      Model("openai-chat"),
       R"({"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[)"
       R"({"id":"c1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a\"}"}},)"
       R"({"id":"c2","type":"function","function":{"name":"bash","arguments":{"command":"ls"}}}]},)"
@@ -411,7 +411,7 @@ TEST(ResponseTest, ToolCallsPerApi) {
   EXPECT_EQ(chat->tool_calls[1].arguments_json, R"({"command":"ls"})");
 
   auto resp = ParseProviderResponse(
-      Model(ProviderKind::kOpenAiResponses),
+      Model("openai-responses"),
       R"({"status":"completed","output":[{"type":"reasoning","summary":[]},)"
       R"({"type":"function_call","id":"fc_1","call_id":"call_9","name":"write",)"
       R"("arguments":"{\"path\":\"b\",\"content\":\"x\"}"}]})");
@@ -423,7 +423,7 @@ TEST(ResponseTest, ToolCallsPerApi) {
   EXPECT_EQ(resp->tool_calls[0].arguments_json, R"({"path":"b","content":"x"})");
 
   auto anth = ParseProviderResponse(
-      Model(ProviderKind::kAnthropic),
+      Model("anthropic"),
       R"({"content":[{"type":"text","text":"Let me look."},)"
       R"({"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"c"}}],)"
       R"("stop_reason":"tool_use"})");
@@ -436,7 +436,7 @@ TEST(ResponseTest, ToolCallsPerApi) {
 }
 
 TEST(RequestTest, RemoteBody) {
-  ModelConfig m = Model(ProviderKind::kRemote, "http://svc/summarize");
+  ModelConfig m = Model("remote", "http://svc/summarize");
   auto http = BuildProviderRequest(m, SummaryRequest(), "");
   ASSERT_TRUE(http.ok());
   EXPECT_EQ(http->url, "http://svc/summarize");
@@ -446,7 +446,7 @@ TEST(RequestTest, RemoteBody) {
 }
 
 TEST(RequestTest, InvalidUtf8DoesNotThrow) {
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   LlmRequest r = SummaryRequest();
   r.messages[0].parts[0].text = "bad \xff byte";
   auto http = BuildProviderRequest(m, r, "");
@@ -457,7 +457,7 @@ TEST(RequestTest, InvalidUtf8DoesNotThrow) {
 // --- response parsing ------------------------------------------------------
 
 TEST(ResponseTest, OpenAiChat) {
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   auto r = ParseProviderResponse(
       m,
       R"({"choices":[{"message":{"role":"assistant","content":"S"},"finish_reason":"stop"}],)"
@@ -482,7 +482,7 @@ TEST(ResponseTest, OpenAiChat) {
 }
 
 TEST(ResponseTest, OpenAiResponses) {
-  ModelConfig m = Model(ProviderKind::kOpenAiResponses);
+  ModelConfig m = Model("openai-responses");
   auto r = ParseProviderResponse(
       m,
       R"({"status":"completed","output":[{"type":"reasoning"},{"type":"message","role":"assistant",)"
@@ -500,7 +500,7 @@ TEST(ResponseTest, OpenAiResponses) {
 }
 
 TEST(ResponseTest, AnthropicDiscardsThinking) {
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   auto r = ParseProviderResponse(
       m,
       R"({"type":"message","content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"A"},)"
@@ -515,18 +515,17 @@ TEST(ResponseTest, AnthropicDiscardsThinking) {
 }
 
 TEST(ResponseTest, RemoteAndMalformed) {
-  ModelConfig m = Model(ProviderKind::kRemote);
+  ModelConfig m = Model("remote");
   auto r = ParseProviderResponse(m, R"({"summary":"S","shortSummary":"ignored"})");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->text, "S");
   auto missing = ParseProviderResponse(m, R"({"text":"S"})");
   EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
   EXPECT_THAT(missing.status().message(), HasSubstr("Remote compaction response missing summary"));
-  for (ProviderKind k : {ProviderKind::kOpenAiChat, ProviderKind::kOpenAiResponses,
-                         ProviderKind::kAnthropic, ProviderKind::kRemote}) {
+  for (std::string k : {"openai-chat", "openai-responses", "anthropic", "remote"}) {
     auto bad = ParseProviderResponse(Model(k), "{\"choices\": [");
-    EXPECT_EQ(bad.status().code(), StatusCode::kUnavailable) << ProviderKindName(k);
-    EXPECT_THAT(bad.status().message(), HasSubstr("malformed")) << ProviderKindName(k);
+    EXPECT_EQ(bad.status().code(), StatusCode::kUnavailable) << k;
+    EXPECT_THAT(bad.status().message(), HasSubstr("malformed")) << k;
   }
 }
 
@@ -548,7 +547,7 @@ TEST(ResponsesCompactTest, Url) {
 }
 
 TEST(ResponsesCompactTest, RequestShapeAndTrimming) {
-  ModelConfig m = Model(ProviderKind::kOpenAiResponses, "http://h/v1");
+  ModelConfig m = Model("openai-responses", "http://h/v1");
   nlohmann::ordered_json list = nlohmann::ordered_json::parse(
       R"([{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]},)"
       R"({"type":"function_call","call_id":"c1","name":"read","arguments":"{}"},)"

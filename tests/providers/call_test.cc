@@ -68,12 +68,12 @@ class ProviderCallTest : public ::testing::Test {
     };
   }
 
-  ModelConfig Model(ProviderKind kind, const std::string& name = "primary") {
+  ModelConfig Model(std::string kind, const std::string& name = "primary") {
     ModelConfig m;
     m.name = name;
-    m.provider = kind;
-    m.base_url = server_.base_url() + (kind == ProviderKind::kAnthropic ? "" : "/v1");
-    if (kind == ProviderKind::kRemote) m.base_url = server_.base_url() + "/summarize";
+    m.api = kind;
+    m.base_url = server_.base_url() + (kind == "anthropic" ? "" : "/v1");
+    if (kind == "remote") m.base_url = server_.base_url() + "/summarize";
     m.model_id = "model-" + name;
     m.api_key_env = "TEST_KEY";
     m.timeout_ms = 5000;
@@ -104,7 +104,7 @@ class ProviderCallTest : public ::testing::Test {
 
 TEST_F(ProviderCallTest, OpenAiChatSummary) {
   server_.Push({200, FakeLlmServer::ChatReply("## Goal\nShip it.")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "## Goal\nShip it.");
@@ -122,7 +122,7 @@ TEST_F(ProviderCallTest, OpenAiChatSummary) {
 
 TEST_F(ProviderCallTest, AnthropicSummary) {
   server_.Push({200, FakeLlmServer::AnthropicReply("S1")});
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "S1") << "thinking blocks are discarded";
@@ -140,7 +140,7 @@ TEST_F(ProviderCallTest, AnthropicSummary) {
 
 TEST_F(ProviderCallTest, OpenAiResponsesSummary) {
   server_.Push({200, FakeLlmServer::ResponsesReply("S2")});
-  ModelConfig m = Model(ProviderKind::kOpenAiResponses);
+  ModelConfig m = Model("openai-responses");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "S2");
@@ -155,7 +155,7 @@ TEST_F(ProviderCallTest, OpenAiResponsesSummary) {
 
 TEST_F(ProviderCallTest, RemoteSummary) {
   server_.Push({200, FakeLlmServer::RemoteReply("S3")});
-  ModelConfig m = Model(ProviderKind::kRemote);
+  ModelConfig m = Model("remote");
   m.api_key_env.clear();  // B8: no auth
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -171,7 +171,7 @@ TEST_F(ProviderCallTest, RemoteSummary) {
 
 TEST_F(ProviderCallTest, RemoteMissingSummaryFails) {
   server_.Push({200, R"({"shortSummary":"x"})"});
-  ModelConfig m = Model(ProviderKind::kRemote);
+  ModelConfig m = Model("remote");
   options_.retry.max_retries = 0;
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_FALSE(r.ok());
@@ -182,9 +182,9 @@ TEST_F(ProviderCallTest, RemoteMissingSummaryFails) {
 
 TEST_F(ProviderCallTest, MissingKeyVariableFallsBackWithoutRequest) {
   server_.Push({200, FakeLlmServer::ChatReply("from fallback")});
-  ModelConfig a = Model(ProviderKind::kOpenAiChat, "a");
+  ModelConfig a = Model("openai-chat", "a");
   a.api_key_env = "UNSET_KEY_VAR";
-  ModelConfig b = Model(ProviderKind::kOpenAiChat, "b");
+  ModelConfig b = Model("openai-chat", "b");
   std::vector<ModelConfig> models = {a, b};
   auto r = CompleteSummary(models, Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -196,7 +196,7 @@ TEST_F(ProviderCallTest, MissingKeyVariableFallsBackWithoutRequest) {
 TEST_F(ProviderCallTest, KeyFromRealEnvironment) {
   ::setenv("COMPACTOR_PROVIDER_TEST_KEY", "sk-from-env-777", 1);
   server_.Push({200, FakeLlmServer::ChatReply("ok")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   m.api_key_env = "COMPACTOR_PROVIDER_TEST_KEY";
   options_.get_env = nullptr;  // std::getenv
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
@@ -210,8 +210,8 @@ TEST_F(ProviderCallTest, AuthFailureFallsBackAndKeyIsRedacted) {
   server_.Push({401, std::string(R"({"error":{"message":"Incorrect API key provided: )") + kKey +
                          R"(","code":"invalid_api_key"}})"});
   server_.Push({403, R"({"error":{"message":"forbidden"}})"});
-  ModelConfig a = Model(ProviderKind::kOpenAiChat, "a");
-  ModelConfig b = Model(ProviderKind::kAnthropic, "b");
+  ModelConfig a = Model("openai-chat", "a");
+  ModelConfig b = Model("anthropic", "b");
   std::vector<ModelConfig> models = {a, b};
   auto r = CompleteSummary(models, Text(), options_);
   ASSERT_FALSE(r.ok());
@@ -234,7 +234,7 @@ TEST_F(ProviderCallTest, RetryTimelineExponentialBackoff) {
   server_.Push({502, "bad gateway"});
   server_.Push({503, ""});
   server_.Push({200, FakeLlmServer::ChatReply("finally")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
   EXPECT_EQ(out.result->text, "finally");
@@ -248,8 +248,8 @@ TEST_F(ProviderCallTest, RetriesExhaustedThenNextCandidate) {
   for (int i = 0; i < 4; ++i)
     server_.Push({529, R"({"type":"error","error":{"type":"overloaded_error"}})"});
   server_.Push({200, FakeLlmServer::ChatReply("second model")});
-  ModelConfig a = Model(ProviderKind::kAnthropic, "a");
-  ModelConfig b = Model(ProviderKind::kOpenAiChat, "b");
+  ModelConfig a = Model("anthropic", "a");
+  ModelConfig b = Model("openai-chat", "b");
   std::vector<ModelConfig> models = {a, b};
   auto r = CompleteSummary(models, Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -264,7 +264,7 @@ TEST_F(ProviderCallTest, RetryAfterSecondsHonoured) {
                 "application/json",
                 {{"Retry-After", "7"}}});
   server_.Push({200, FakeLlmServer::ChatReply("ok")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_THAT(clock_->sleeps(), ::testing::ElementsAre(milliseconds(7000)));
@@ -274,7 +274,7 @@ TEST_F(ProviderCallTest, RetryAfterHttpDateHonoured) {
   // The fake clock reads 2026-01-01T00:00:00Z.
   server_.Push({503, "", "text/plain", {{"Retry-After", "Thu, 01 Jan 2026 00:00:12 GMT"}}});
   server_.Push({200, FakeLlmServer::ChatReply("ok")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_THAT(clock_->sleeps(), ::testing::ElementsAre(milliseconds(12000)));
@@ -284,8 +284,8 @@ TEST_F(ProviderCallTest, LongRetryAfterMovesToNextCandidateWithoutWaiting) {
   server_.Push(
       {429, R"({"error":{"message":"Rate limit"}})", "application/json", {{"Retry-After", "45"}}});
   server_.Push({200, FakeLlmServer::AnthropicReply("from b")});
-  ModelConfig a = Model(ProviderKind::kOpenAiChat, "a");
-  ModelConfig b = Model(ProviderKind::kAnthropic, "b");
+  ModelConfig a = Model("openai-chat", "a");
+  ModelConfig b = Model("anthropic", "b");
   std::vector<ModelConfig> models = {a, b};
   auto r = CompleteSummary(models, Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -296,7 +296,7 @@ TEST_F(ProviderCallTest, LongRetryAfterMovesToNextCandidateWithoutWaiting) {
 
 TEST_F(ProviderCallTest, LongWaitOnLastCandidateFails) {
   server_.Push({429, "{}", "application/json", {{"retry-after", "31"}}});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_TRUE(out.failure.wait_too_long);
@@ -309,7 +309,7 @@ TEST_F(ProviderCallTest, RealShortWaitWithRetryAfterMs) {
   options_.clock = RealRetryClock();
   server_.Push({429, "{}", "application/json", {{"retry-after-ms", "150"}}});
   server_.Push({200, FakeLlmServer::ChatReply("ok")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   auto start = Clock::now();
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   auto elapsed = Clock::now() - start;
@@ -322,7 +322,7 @@ TEST_F(ProviderCallTest, RealShortWaitWithRetryAfterMs) {
 
 TEST_F(ProviderCallTest, NonRetryableClientErrorIsNotRetried) {
   server_.Push({400, R"({"error":{"message":"Unknown parameter: foo"}})"});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_EQ(out.attempts, 1);
@@ -335,7 +335,7 @@ TEST_F(ProviderCallTest, MalformedJsonIsRetried) {
   server_.Push({200, "{\"choices\": [ {\"message\": "});
   server_.Push({200, "<html>gateway</html>", "text/html"});
   server_.Push({200, FakeLlmServer::ChatReply("ok")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(server_.request_count(), 3u);
@@ -349,7 +349,7 @@ TEST_F(ProviderCallTest, TruncatedBodyIsRetried) {
   cut.truncate = true;
   server_.Push(cut);
   server_.Push({200, FakeLlmServer::AnthropicReply("whole")});
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "whole");
@@ -362,7 +362,7 @@ TEST_F(ProviderCallTest, TruncatedBodyIsRetried) {
 TEST_F(ProviderCallTest, RequestTimeoutIsRetryable) {
   server_.Push({200, FakeLlmServer::ChatReply("slow"), "application/json", {}, milliseconds(3000)});
   server_.Push({200, FakeLlmServer::ChatReply("fast")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   m.timeout_ms = 200;
   auto start = Clock::now();
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
@@ -375,7 +375,7 @@ TEST_F(ProviderCallTest, RequestTimeoutIsRetryable) {
 }
 
 TEST_F(ProviderCallTest, ConnectionRefusedIsUnavailable) {
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   m.base_url = "http://user:hunter2@127.0.0.1:1/v1";  // nothing listens on port 1
   options_.retry.max_retries = 1;
   CallOutcome out = CallModel(m, Req("", "u", 0), options_);
@@ -392,8 +392,8 @@ TEST_F(ProviderCallTest, ConnectionRefusedIsUnavailable) {
 TEST_F(ProviderCallTest, EmptyOrTruncatedSummaryIsAFailure) {
   server_.Push({200, FakeLlmServer::ChatReply("  \n")});
   server_.Push({200, FakeLlmServer::AnthropicReply("half a summ", "max_tokens")});
-  ModelConfig a = Model(ProviderKind::kOpenAiChat, "a");
-  ModelConfig b = Model(ProviderKind::kAnthropic, "b");
+  ModelConfig a = Model("openai-chat", "a");
+  ModelConfig b = Model("anthropic", "b");
   std::vector<ModelConfig> models = {a, b};
   auto r = CompleteSummary(models, Text(), options_);
   ASSERT_FALSE(r.ok());
@@ -404,7 +404,7 @@ TEST_F(ProviderCallTest, EmptyOrTruncatedSummaryIsAFailure) {
 // --- overflow --------------------------------------------------------------
 
 struct OverflowReplyCase {
-  ProviderKind kind;
+  std::string kind;
   int status;
   const char* body;
 };
@@ -424,41 +424,41 @@ TEST_P(OverflowReplyTest, DetectedAndNotRetried) {
 }
 
 const OverflowReplyCase kOverflowReplies[] = {
-    {ProviderKind::kAnthropic, 400,
+    {"anthropic", 400,
      R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 213462 tokens > 200000 maximum"}})"},
-    {ProviderKind::kOpenAiChat, 400,
+    {"openai-chat", 400,
      R"({"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}})"},
-    {ProviderKind::kOpenAiResponses, 400,
+    {"openai-responses", 400,
      R"({"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","code":"context_length_exceeded"}})"},
-    {ProviderKind::kOpenAiChat, 400,
+    {"openai-chat", 400,
      R"({"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}})"},
-    {ProviderKind::kOpenAiChat, 500,
+    {"openai-chat", 500,
      R"({"error":{"message":"prompt too long; exceeded max context length by 1234 tokens"}})"},
-    {ProviderKind::kOpenAiChat, 400,
+    {"openai-chat", 400,
      R"({"error":"Trying to keep the first 9000 tokens when context the overflows. However, the model is loaded with context length of only 8192 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input. The number of tokens to keep from the initial prompt is greater than the context length."})"},
-    {ProviderKind::kOpenAiChat, 400,
+    {"openai-chat", 400,
      R"({"object":"error","message":"Prompt contains 140000 tokens and 0 draft tokens, too large for model with 131072 maximum context length","type":"invalid_request_error"})"},
-    {ProviderKind::kOpenAiChat, 400, ""},  // Cerebras / Mistral: 400 (no body)
-    {ProviderKind::kOpenAiChat, 413, ""},
-    {ProviderKind::kOpenAiChat, 400,
+    {"openai-chat", 400, ""},  // Cerebras / Mistral: 400 (no body)
+    {"openai-chat", 413, ""},
+    {"openai-chat", 400,
      R"({"error":{"message":"This endpoint's maximum context length is 131072 tokens. However, you requested about 200000 tokens","code":400}})"},
-    {ProviderKind::kOpenAiChat, 400,
+    {"openai-chat", 400,
      R"({"error":{"message":"prompt token count of 140000 exceeds the limit of 128000","code":"model_max_prompt_tokens_exceeded"}})"},
-    {ProviderKind::kRemote, 400, R"({"error":"context_length_exceeded"})"},
+    {"remote", 400, R"({"error":"context_length_exceeded"})"},
 };
 
 INSTANTIATE_TEST_SUITE_P(RealErrorBodies, OverflowReplyTest, ::testing::ValuesIn(kOverflowReplies));
 
 TEST_F(ProviderCallTest, RateLimitWordingIsNotOverflow) {
   server_.Push({400, R"({"error":{"message":"Rate limit exceeded: too many tokens per minute"}})"});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   EXPECT_FALSE(out.failure.overflow.overflow);
 }
 
 TEST_F(ProviderCallTest, FinishReasonOverflowIn200) {
   server_.Push({200, FakeLlmServer::ChatReply("", "model_context_window_exceeded")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_TRUE(out.failure.overflow.overflow);
@@ -466,7 +466,7 @@ TEST_F(ProviderCallTest, FinishReasonOverflowIn200) {
 
 TEST_F(ProviderCallTest, UsageOverWindowIn200IsOverflow) {
   server_.Push({200, FakeLlmServer::ChatReply("truncated input summary", "stop", 9000, 10)});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   m.context_window = 8192;
   CallOutcome out = CallModel(m, Req("", "u", 0), options_);
   ASSERT_FALSE(out.result.ok());
@@ -489,7 +489,7 @@ TEST_F(ProviderCallTest, SummarizerOverflowShrinksTo70And50Percent) {
   server_.Push({400, kOverflow});
   server_.Push({400, kOverflow});
   server_.Push({200, FakeLlmServer::AnthropicReply("fits now")});
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   options_.windows = std::make_shared<WindowMemory>();
   SummaryRequestText text = Text(Conversation(100));
   auto r = CompleteSummary(std::span(&m, 1), text, options_);
@@ -526,8 +526,8 @@ TEST_F(ProviderCallTest, AtMostThreeShrinksThenNextCandidate) {
         {400,
          R"({"error":{"message":"context length exceeded","code":"context_length_exceeded"}})"});
   server_.Push({200, FakeLlmServer::ChatReply("big model")});
-  ModelConfig small = Model(ProviderKind::kOpenAiChat, "small");
-  ModelConfig big = Model(ProviderKind::kOpenAiChat, "big");
+  ModelConfig small = Model("openai-chat", "small");
+  ModelConfig big = Model("openai-chat", "big");
   std::vector<ModelConfig> models = {small, big};
   SummaryRequestText text = Text(Conversation(100));
   auto r = CompleteSummary(models, text, options_);
@@ -553,7 +553,7 @@ TEST_F(ProviderCallTest, LearnedWindowShrinksTheNextCallUpFront) {
   int64_t tokens = EstimateRequestTokens(whole);
   windows->RecordOverflow("primary", tokens);  // learned: 0.85 x tokens
   server_.Push({200, FakeLlmServer::ChatReply("ok")});
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   auto r = CompleteSummary(std::span(&m, 1), text, options_);
   ASSERT_TRUE(r.ok());
   auto body = nlohmann::json::parse(server_.requests()[0].body);
@@ -569,7 +569,7 @@ TEST_F(ProviderCallTest, PayloadRejectionStripsImages) {
       {413,
        R"({"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum size"}})"});
   server_.Push({200, FakeLlmServer::AnthropicReply("no pixels")});
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   LlmRequest req;
   req.system_prompt = "s";
   req.max_tokens = 100;
@@ -593,7 +593,7 @@ TEST_F(ProviderCallTest, CancellationDuringRequestIsPrompt) {
   server_.Push({200, FakeLlmServer::ChatReply("late"), "application/json", {}, milliseconds(5000)});
   std::atomic<bool> cancel{false};
   options_.cancel_flag = &cancel;
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   Clock::time_point cancelled_at;
   std::thread canceller([&] {
     std::this_thread::sleep_for(milliseconds(150));
@@ -613,7 +613,7 @@ TEST_F(ProviderCallTest, CancellationDuringBackoffIsPrompt) {
   server_.Push({503, "", "text/plain", {{"Retry-After", "20"}}});
   std::atomic<bool> cancel{false};
   options_.is_cancelled = [&cancel] { return cancel.load(); };
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   Clock::time_point cancelled_at;
   std::thread canceller([&] {
     std::this_thread::sleep_for(milliseconds(300));
@@ -643,7 +643,7 @@ TEST_F(ProviderCallTest, LlmSummarizerSendsPromptWithReferenceMaxTokens) {
   server_.Push({200, FakeLlmServer::AnthropicReply("## Goal\nFix a.cc")});
   server_.Push({200, FakeLlmServer::AnthropicReply("prefix summary")});
   LlmSummarizerOptions opts;
-  opts.candidates = {Model(ProviderKind::kAnthropic)};
+  opts.candidates = {Model("anthropic")};
   opts.call = options_;
   auto summarizer = NewLlmSummarizer(opts);
   EXPECT_EQ(summarizer->name(), "anthropic");
@@ -673,7 +673,7 @@ TEST_F(ProviderCallTest, LlmSummarizerSendsPromptWithReferenceMaxTokens) {
 TEST_F(ProviderCallTest, LlmSummarizerClampsToModelOutputCapAndRefusesEmptyInput) {
   server_.Push({200, FakeLlmServer::ChatReply("S")});
   LlmSummarizerOptions opts;
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   m.max_output_tokens = 4000;
   opts.candidates = {m};
   opts.call = options_;
@@ -699,7 +699,7 @@ TEST_F(ProviderCallTest, LlmSummarizerShrinksByDroppingOldestMessages) {
                                  std::string(200, 'x') + R"(","timestamp":1})"));
   }
   LlmSummarizerOptions opts;
-  opts.candidates = {Model(ProviderKind::kOpenAiResponses)};
+  opts.candidates = {Model("openai-responses")};
   opts.call = options_;
   auto summarizer = NewLlmSummarizer(opts);
   SummaryRequest req;
@@ -723,7 +723,7 @@ TEST_F(ProviderCallTest, ConcurrentCallsShareTransportSafely) {
   for (int i = 0; i < 4; ++i) {
     server_.Push({200, FakeLlmServer::ChatReply("same"), "application/json", {}, milliseconds(50)});
   }
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int i = 0; i < 4; ++i) {
@@ -776,7 +776,7 @@ TEST(InMemoryTransportTest, RetryThenSuccessWithoutNetwork) {
   options.get_env = [](const std::string&) { return std::optional<std::string>("k-123456"); };
   ModelConfig m;
   m.name = std::string("svc");
-  m.provider = ProviderKind::kRemote;
+  m.api = "remote";
   m.base_url = "memory://summarize";
   m.api_key_env = "ANY";
   SummaryRequestText text{"sys", "prompt", 0, ""};
@@ -807,7 +807,7 @@ TEST(InMemoryTransportTest, KeyReadAtRequestTime) {
   options.get_env = [&current](const std::string&) { return std::optional<std::string>(current); };
   ModelConfig m;
   m.name = std::string("svc");
-  m.provider = ProviderKind::kRemote;
+  m.api = "remote";
   m.base_url = "memory://x";
   m.api_key_env = "ROTATING";
   SummaryRequestText text{"sys", "prompt", 0, ""};

@@ -107,10 +107,10 @@ std::unique_ptr<Session> Load(const std::string& text) {
   return std::move(s).value();
 }
 
-ModelConfig Model(ProviderKind kind, std::string base = "http://h/v1") {
+ModelConfig Model(std::string kind, std::string base = "http://h/v1") {
   ModelConfig m;
   m.name = "agent";
-  m.provider = kind;
+  m.api = kind;
   m.base_url = std::move(base);
   m.model_id = "gpt-x";
   return m;
@@ -195,11 +195,11 @@ TEST(BuildModelInputTest, RemoteHistoryReplacesTheSummaryForItsProviderOnly) {
   o.system_prompt = "You are an agent.";
   o.tools.push_back({"read", "Read a file", R"({"type":"object"})"});
 
-  auto responses = BuildModelInput(*session, *ctx, Model(ProviderKind::kOpenAiResponses), o);
+  auto responses = BuildModelInput(*session, *ctx, Model("openai-responses"), o);
   ASSERT_TRUE(responses.ok());
   EXPECT_TRUE(responses->replayed_remote_history);
-  Json body = Json::parse(
-      BuildProviderRequest(Model(ProviderKind::kOpenAiResponses), responses->request, "")->body);
+  Json body =
+      Json::parse(BuildProviderRequest(Model("openai-responses"), responses->request, "")->body);
   ASSERT_EQ(body["input"].size(), 5u);
   EXPECT_EQ(body["input"][1]["encrypted_content"], "ENC");
   EXPECT_EQ(body["input"][2]["content"][0]["text"], "kept ask");  // kept messages stay raw
@@ -209,7 +209,7 @@ TEST(BuildModelInputTest, RemoteHistoryReplacesTheSummaryForItsProviderOnly) {
   EXPECT_EQ(body["instructions"], "You are an agent.");
 
   // Any other model sees the text summary and the kept messages.
-  for (ProviderKind k : {ProviderKind::kOpenAiChat, ProviderKind::kAnthropic}) {
+  for (std::string k : {"openai-chat", "anthropic"}) {
     auto other = BuildModelInput(*session, *ctx, Model(k), o);
     ASSERT_TRUE(other.ok());
     EXPECT_FALSE(other->replayed_remote_history);
@@ -219,7 +219,7 @@ TEST(BuildModelInputTest, RemoteHistoryReplacesTheSummaryForItsProviderOnly) {
   }
   // A Responses endpoint of another provider does not get OpenAI's opaque items.
   o.remote_provider = "azure";
-  auto azure = BuildModelInput(*session, *ctx, Model(ProviderKind::kOpenAiResponses), o);
+  auto azure = BuildModelInput(*session, *ctx, Model("openai-responses"), o);
   ASSERT_TRUE(azure.ok());
   EXPECT_FALSE(azure->replayed_remote_history);
 }
@@ -232,8 +232,7 @@ TEST(MessageJsonTest, AssistantRoundTripsThroughTheSessionParser) {
   r.tool_calls.push_back({"call_2", "bash", "not json"});
   r.usage.input = 100;
   r.usage.output = 7;
-  std::string json =
-      AssistantMessageJson(Model(ProviderKind::kOpenAiChat), "openai", r, 1767225600123);
+  std::string json = AssistantMessageJson(Model("openai-chat"), "openai", r, 1767225600123);
   EXPECT_EQ(json.substr(0, 60), R"({"role":"assistant","content":[{"type":"text","text":"Writin)");
   auto m = ParseMessage(json);
   ASSERT_TRUE(m.ok());
@@ -284,7 +283,7 @@ class RemoteCompactionHookTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(server.Start()); }
   void UseHook(const std::string& base_suffix, const std::string& key_env = "") {
     RemoteCompactionOptions ro;
-    ro.model = Model(ProviderKind::kOpenAiResponses, server.base_url() + base_suffix);
+    ro.model = Model("openai-responses", server.base_url() + base_suffix);
     ro.model.api_key_env = key_env;
     ro.call.get_env = [this](const std::string&) {
       return key.empty() ? std::nullopt : std::optional<std::string>(key);

@@ -1,5 +1,5 @@
-// Table-driven tests of the overflow classifier with the real provider error
-// texts listed in shared/reference/overflow-detection.md.
+// Table-driven tests of the overflow classifier with real provider error
+// texts (collected from pi, oh-my-pi and the providers' documentation).
 #include "compactor/overflow.h"
 
 #include <gtest/gtest.h>

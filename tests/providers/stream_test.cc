@@ -18,10 +18,10 @@ using testing::FakeReply;
 using ::testing::HasSubstr;
 using testing::Req;
 
-ModelConfig Model(ProviderKind kind) {
+ModelConfig Model(std::string kind) {
   ModelConfig m;
   m.name = std::string("streamer");
-  m.provider = kind;
+  m.api = kind;
   m.model_id = "model-s";
   m.stream = true;
   return m;
@@ -83,7 +83,7 @@ Result<LlmResponse> Decode(const ModelConfig& m, const std::string& body, size_t
 }
 
 TEST(StreamDecodeTest, ChatAtEveryChunkSize) {
-  ModelConfig m = Model(ProviderKind::kOpenAiChat);
+  ModelConfig m = Model("openai-chat");
   for (size_t step : {1, 2, 7, 64, 100000}) {
     auto r = Decode(m, kChatStream, step);
     ASSERT_TRUE(r.ok()) << step << r.status().ToString();
@@ -95,7 +95,7 @@ TEST(StreamDecodeTest, ChatAtEveryChunkSize) {
 }
 
 TEST(StreamDecodeTest, AnthropicTextBlocksOnlyCrlf) {
-  ModelConfig m = Model(ProviderKind::kAnthropic);
+  ModelConfig m = Model("anthropic");
   for (size_t step : {1, 3, 50, 100000}) {
     auto r = Decode(m, kAnthropicStream, step);
     ASSERT_TRUE(r.ok()) << step << r.status().ToString();
@@ -122,7 +122,7 @@ TEST(StreamDecodeTest, ToolCallsAssembledFromFragments) {
       "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
       "data: [DONE]\n\n";
   for (size_t step : {1, 9, 100000}) {
-    auto r = Decode(Model(ProviderKind::kOpenAiChat), chat, step);
+    auto r = Decode(Model("openai-chat"), chat, step);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->stop_reason, "toolUse");
     ASSERT_EQ(r->tool_calls.size(), 2u) << step;
@@ -151,7 +151,7 @@ TEST(StreamDecodeTest, ToolCallsAssembledFromFragments) {
       "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
       "\"tool_use\"},\"usage\":{\"output_tokens\":9}}\n\n"
       "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-  auto a = Decode(Model(ProviderKind::kAnthropic), anthropic, 4);
+  auto a = Decode(Model("anthropic"), anthropic, 4);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->text, "Reading.");
   EXPECT_EQ(a->stop_reason, "toolUse");
@@ -162,7 +162,7 @@ TEST(StreamDecodeTest, ToolCallsAssembledFromFragments) {
 }
 
 TEST(StreamDecodeTest, ResponsesUsesTheCompletedResponse) {
-  ModelConfig m = Model(ProviderKind::kOpenAiResponses);
+  ModelConfig m = Model("openai-responses");
   auto r = Decode(m, ResponsesStream(), 5);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->text, "Full text");
@@ -171,41 +171,40 @@ TEST(StreamDecodeTest, ResponsesUsesTheCompletedResponse) {
 
 TEST(StreamDecodeTest, TruncatedStreamsAreErrors) {
   struct Case {
-    ProviderKind kind;
+    std::string kind;
     std::string body;
   } cases[] = {
-      {ProviderKind::kAnthropic,
-       std::string(kAnthropicStream)
-           .substr(0, std::string(kAnthropicStream).find("event: message_delta"))},
-      {ProviderKind::kOpenAiChat,
+      {"anthropic", std::string(kAnthropicStream)
+                        .substr(0, std::string(kAnthropicStream).find("event: message_delta"))},
+      {"openai-chat",
        std::string(kChatStream)
            .substr(0, std::string(kChatStream).find("data: {\"choices\":[{\"delta\":{},"))},
-      {ProviderKind::kOpenAiResponses,
+      {"openai-responses",
        ResponsesStream().substr(0, ResponsesStream().find("event: response.completed"))},
       // cut in the middle of an event's JSON
-      {ProviderKind::kAnthropic, std::string(kAnthropicStream).substr(0, 200)},
+      {"anthropic", std::string(kAnthropicStream).substr(0, 200)},
   };
   for (const Case& c : cases) {
     auto r = ParseProviderStream(Model(c.kind), c.body);
-    ASSERT_FALSE(r.ok()) << ProviderKindName(c.kind);
+    ASSERT_FALSE(r.ok()) << c.kind;
     EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
     EXPECT_THAT(r.status().message(), HasSubstr("stream ended before the response was complete"));
   }
-  EXPECT_THAT(ParseProviderStream(Model(ProviderKind::kAnthropic), "").status().message(),
+  EXPECT_THAT(ParseProviderStream(Model("anthropic"), "").status().message(),
               HasSubstr("empty stream"));
 }
 
 TEST(StreamDecodeTest, ChatWithoutDoneButWithFinishIsComplete) {
   std::string body(kChatStream);
   body = body.substr(0, body.find("data: [DONE]"));
-  auto r = ParseProviderStream(Model(ProviderKind::kOpenAiChat), body);
+  auto r = ParseProviderStream(Model("openai-chat"), body);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->text, "Hello w\xC3\xB6rld");
 }
 
 TEST(StreamDecodeTest, ErrorEvents) {
   auto overloaded = ParseProviderStream(
-      Model(ProviderKind::kAnthropic),
+      Model("anthropic"),
       "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n"
       "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
       "\"message\":\"Overloaded\"}}\n\n");
@@ -214,14 +213,13 @@ TEST(StreamDecodeTest, ErrorEvents) {
   EXPECT_EQ(overloaded->error_message, "Overloaded");
   EXPECT_TRUE(overloaded->transient);
   auto too_long = ParseProviderStream(
-      Model(ProviderKind::kAnthropic),
+      Model("anthropic"),
       "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
       "\"message\":\"prompt is too long: 300000 tokens > 200000 maximum\"}}\n\n");
   ASSERT_TRUE(too_long.ok());
   EXPECT_FALSE(too_long->transient);
-  auto chat =
-      ParseProviderStream(Model(ProviderKind::kOpenAiChat),
-                          "data: {\"error\":{\"message\":\"context length exceeded\"}}\n\n");
+  auto chat = ParseProviderStream(
+      Model("openai-chat"), "data: {\"error\":{\"message\":\"context length exceeded\"}}\n\n");
   ASSERT_TRUE(chat.ok());
   EXPECT_EQ(chat->error_message, "context length exceeded");
 }
@@ -231,16 +229,16 @@ TEST(StreamDecodeTest, StreamRequestBodies) {
   r.system_prompt = "S";
   r.messages.push_back(LlmMessage::UserText("u"));
   r.max_tokens = 5;
-  ModelConfig chat = Model(ProviderKind::kOpenAiChat);
+  ModelConfig chat = Model("openai-chat");
   chat.base_url = "http://h/v1";
   EXPECT_THAT(BuildProviderRequest(chat, r, "")->body,
               HasSubstr(R"("stream":true,"stream_options":{"include_usage":true}})"));
-  ModelConfig ant = Model(ProviderKind::kAnthropic);
+  ModelConfig ant = Model("anthropic");
   EXPECT_THAT(BuildProviderRequest(ant, r, "")->body, ::testing::EndsWith(R"(,"stream":true})"));
-  ModelConfig resp = Model(ProviderKind::kOpenAiResponses);
+  ModelConfig resp = Model("openai-responses");
   EXPECT_THAT(BuildProviderRequest(resp, r, "")->body,
               HasSubstr(R"("store":false,"stream":true})"));
-  ModelConfig remote = Model(ProviderKind::kRemote);
+  ModelConfig remote = Model("remote");
   EXPECT_THAT(BuildProviderRequest(remote, r, "")->body, ::testing::Not(HasSubstr("stream")));
 }
 
@@ -253,9 +251,9 @@ class StreamCallTest : public ::testing::Test {
     options_.transport = NewCurlTransport();
     options_.clock = clock_;
   }
-  ModelConfig Served(ProviderKind kind) {
+  ModelConfig Served(std::string kind) {
     ModelConfig m = Model(kind);
-    m.base_url = server_.base_url() + (kind == ProviderKind::kAnthropic ? "" : "/v1");
+    m.base_url = server_.base_url() + (kind == "anthropic" ? "" : "/v1");
     m.timeout_ms = 5000;
     return m;
   }
@@ -282,7 +280,7 @@ TEST_F(StreamCallTest, ChunkedAnthropicStream) {
   FakeReply reply(200, "", "text/event-stream");
   reply.chunks = Split(kAnthropicStream, 37);
   server_.Push(reply);
-  ModelConfig m = Served(ProviderKind::kAnthropic);
+  ModelConfig m = Served("anthropic");
   SummaryRequestText text{"sys", "<conversation>\nx\n</conversation>", 100, ""};
   auto r = CompleteSummary(std::span(&m, 1), text, options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -299,7 +297,7 @@ TEST_F(StreamCallTest, TruncatedStreamIsRetried) {
   FakeReply whole(200, "", "text/event-stream");
   whole.chunks = Split(full, 50);
   server_.Push(whole);
-  ModelConfig m = Served(ProviderKind::kOpenAiChat);
+  ModelConfig m = Served("openai-chat");
   CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
   EXPECT_EQ(out.result->text, "Hello w\xC3\xB6rld");
@@ -317,7 +315,7 @@ TEST_F(StreamCallTest, OverloadedEventIsRetriedTooLongIsOverflow) {
                          "\"invalid_request_error\",\"message\":\"prompt is too long: 300000 "
                          "tokens > 200000 maximum\"}}\n\n",
                          "text/event-stream"));
-  ModelConfig m = Served(ProviderKind::kAnthropic);
+  ModelConfig m = Served("anthropic");
   CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_EQ(out.attempts, 2);
@@ -328,7 +326,7 @@ TEST_F(StreamCallTest, ErrorStatusBodyStillClassified) {
   server_.Push(FakeReply(
       400,
       R"({"error":{"message":"Your input exceeds the context window of this model.","code":"context_length_exceeded"}})"));
-  ModelConfig m = Served(ProviderKind::kOpenAiResponses);
+  ModelConfig m = Served("openai-responses");
   CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_FALSE(out.result.ok());
   EXPECT_TRUE(out.failure.overflow.overflow);
@@ -337,7 +335,7 @@ TEST_F(StreamCallTest, ErrorStatusBodyStillClassified) {
 
 TEST_F(StreamCallTest, JsonAnswerToAStreamRequestIsAccepted) {
   server_.Push(FakeReply(200, FakeLlmServer::ChatReply("not streamed")));
-  ModelConfig m = Served(ProviderKind::kOpenAiChat);
+  ModelConfig m = Served("openai-chat");
   CallOutcome out = CallModel(m, Req("s", "u", 10), options_);
   ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
   EXPECT_EQ(out.result->text, "not streamed");

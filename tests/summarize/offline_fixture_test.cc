@@ -1,10 +1,9 @@
-// The offline summarizer on the real fixture sessions (pi-mono's own coding
-// sessions): the span pi would summarize at keepRecentTokens 20000 / 2000.
+// The offline summarizer on the fixture sessions (tests/fixtures/pi): the span
+// pi would summarize at keepRecentTokens 20000 / 2000.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <ctime>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "compactor/context.h"
@@ -16,13 +15,6 @@
 
 namespace compactor {
 namespace {
-
-std::string Fixture(const std::string& rel) {
-  std::string dir = testing::SharedDir();
-  if (dir.empty()) return "";
-  std::string p = dir + "/fixtures/" + rel;
-  return std::filesystem::exists(p) ? p : "";
-}
 
 double ThreadSeconds() {
   timespec ts;
@@ -38,8 +30,8 @@ struct Case {
 // The messages before the golden turn start (pi's messagesToSummarize for a
 // split turn), from the previous compaction's first kept entry on.
 std::vector<Message> HistorySpan(const Case& c) {
-  std::string sp = Fixture(c.session), gp = Fixture("pi/expected/" + c.golden);
-  if (sp.empty() || gp.empty()) return {};
+  std::string sp = testing::FixturePath(c.session);
+  std::string gp = testing::FixturePath("pi/expected/" + c.golden);
   auto golden = nlohmann::json::parse(testing::ReadFileOrDie(gp));
   ContextOptions o;
   o.leaf_id = golden["leafId"].get<std::string>();
@@ -75,7 +67,7 @@ class OfflineOnFixtures : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OfflineOnFixtures, CarriesTheArtifactTrailAndShrinks) {
   std::vector<Message> msgs = HistorySpan(GetParam());
-  if (msgs.empty()) GTEST_SKIP() << "shared/fixtures not found";
+  ASSERT_FALSE(msgs.empty());
   auto summarizer = NewOfflineSummarizer();
   SummaryRequest req;
   req.messages = msgs;
@@ -110,14 +102,11 @@ TEST_P(OfflineOnFixtures, CarriesTheArtifactTrailAndShrinks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, OfflineOnFixtures,
-    ::testing::Values(
-        Case{"pi/pi-written/2026-11-22T13-00-07-433Z_01a20357-ad88-7559-a493-dbe4f8f99015.jsonl",
-             "pi-written.leaf34bed9f6.k2000.full+serialized.json"},
-        Case{"pi/large-session.v3.jsonl", "large-session.v3.k20000.brief+serialized.json"},
-        Case{"pi/before-compaction.v3.jsonl",
-             "before-compaction.v3.k20000.brief+serialized.json"}));
+INSTANTIATE_TEST_SUITE_P(Fixtures, OfflineOnFixtures,
+                         ::testing::Values(Case{"pi/written.jsonl",
+                                                "written.before-compaction.k2000.json"},
+                                           Case{"pi/long.v3.jsonl", "long.k20000.json"},
+                                           Case{"pi/compacted.v3.jsonl", "compacted.k20000.json"}));
 
 }  // namespace
 }  // namespace compactor

@@ -1,8 +1,8 @@
 // Serialization goldens: the exact text pi 0.73.1 sends to its summarizer for
-// the fixture preparations (shared/fixtures/pi/expected/*serialized.json).
+// the fixture preparations (tests/fixtures/pi/expected/*.json, from the pi
+// oracle: preparation.serializedConversation / serializedTurnPrefix).
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "compactor/context.h"
@@ -22,16 +22,9 @@ using summarize_test::Text;
 using summarize_test::ToolResult;
 using summarize_test::User;
 
-std::string SharedFixture(const std::string& rel) {
-  std::string dir = testing::SharedDir();
-  if (dir.empty()) return "";
-  std::string p = dir + "/fixtures/" + rel;
-  return std::filesystem::exists(p) ? p : "";
-}
-
 struct GoldenCase {
-  std::string session;   // under fixtures/
-  std::string expected;  // under fixtures/pi/expected/
+  std::string session;   // under tests/fixtures/
+  std::string expected;  // under tests/fixtures/pi/expected/
 };
 
 // Rebuilds pi's messagesToSummarize / turnPrefixMessages from the golden
@@ -84,9 +77,8 @@ Prepared Prepare(const Session& s, const nlohmann::json& golden) {
 class SerializeGolden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(SerializeGolden, MatchesPiByteForByte) {
-  std::string session_path = SharedFixture(GetParam().session);
-  std::string expected_path = SharedFixture("pi/expected/" + GetParam().expected);
-  if (session_path.empty() || expected_path.empty()) GTEST_SKIP() << "shared/fixtures not found";
+  std::string session_path = testing::FixturePath(GetParam().session);
+  std::string expected_path = testing::FixturePath("pi/expected/" + GetParam().expected);
   auto golden = nlohmann::json::parse(testing::ReadFileOrDie(expected_path));
   auto s = Session::Open(session_path);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -131,13 +123,9 @@ TEST_P(SerializeGolden, MatchesPiByteForByte) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, SerializeGolden,
-    ::testing::Values(
-        GoldenCase{
-            "pi/pi-written/2026-11-22T13-00-07-433Z_01a20357-ad88-7559-a493-dbe4f8f99015.jsonl",
-            "pi-written.leaf34bed9f6.k2000.full+serialized.json"},
-        GoldenCase{"pi/large-session.v3.jsonl", "large-session.v3.k20000.brief+serialized.json"},
-        GoldenCase{"pi/before-compaction.v3.jsonl",
-                   "before-compaction.v3.k20000.brief+serialized.json"}));
+    ::testing::Values(GoldenCase{"pi/written.jsonl", "written.before-compaction.k2000.json"},
+                      GoldenCase{"pi/long.v3.jsonl", "long.k20000.json"},
+                      GoldenCase{"pi/compacted.v3.jsonl", "compacted.k20000.json"}));
 
 TEST(Serialize, ToolResultCutAt2000WithMarker) {
   std::string big(5000, 'x');

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,12 +107,8 @@ RunResult RunCli(const std::vector<std::string>& args, const std::string& stdin_
   return RunProgram(argv, stdin_text);
 }
 
-std::string SharedDir() {
-  if (const char* env = std::getenv("COMPACTOR_SHARED_DIR")) return env;
-  std::string p = std::string(COMPACTOR_SOURCE_DIR) + "/../shared";
-  struct stat st {};
-  if (stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return p;
-  return "";
+std::string FixturePath(const std::string& relative) {
+  return std::string(COMPACTOR_SOURCE_DIR) + "/tests/fixtures/" + relative;
 }
 
 bool HaveNode() { return std::system("command -v node >/dev/null 2>&1") == 0; }

@@ -31,23 +31,16 @@ void CollectStrings(const nlohmann::json& j, std::string* out) {
   }
 }
 
-// Real session text: every line of the pi fixtures as raw JSON, and the
-// string values inside it (unescaped prose, code, tool output).
+// Session text: every line of the fixture sessions (tests/fixtures/pi) as raw
+// JSON, and the string values inside it (unescaped prose, code, tool output).
 std::vector<tokens::SampleDoc> FixtureDocs() {
   std::vector<tokens::SampleDoc> docs;
-  std::string shared = compactor::testing::SharedDir();
-  if (shared.empty()) return docs;
   std::vector<fs::path> files;
-  for (const char* sub : {"/fixtures/pi", "/fixtures/pi/pi-written"}) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(shared + sub, ec)) {
-      // The v1 originals are near-duplicates of their v3 migrations.
-      std::string name = e.path().filename().string();
-      if (e.path().extension() == ".jsonl" &&
-          (name.find(".v3.") != std::string::npos ||
-           std::string(sub).find("written") != std::string::npos)) {
-        files.push_back(e.path());
-      }
+  for (const auto& e : fs::directory_iterator(compactor::testing::FixturePath("pi"))) {
+    // The v1 originals are near-duplicates of their v3 migrations.
+    std::string name = e.path().filename().string();
+    if (e.path().extension() == ".jsonl" && name.find(".v1.") == std::string::npos) {
+      files.push_back(e.path());
     }
   }
   std::sort(files.begin(), files.end());
@@ -98,9 +91,7 @@ TEST_P(TokenizerGoldenTest, IdsIdenticalToTiktokenWasm) {
   std::vector<tokens::SampleDoc> docs = tokens::SyntheticCorpus(2026);
   size_t synthetic = docs.size();
   for (auto& d : FixtureDocs()) docs.push_back(std::move(d));
-  if (tokens::testing::InCi()) {
-    EXPECT_GT(docs.size(), synthetic + 1000) << "shared/fixtures/pi not found";
-  }
+  EXPECT_GT(docs.size(), synthetic + 1000) << "tests/fixtures/pi has too few lines";
 
   fs::path dir = fs::temp_directory_path() / ("compactor_golden_" + std::to_string(::getpid()) +
                                               "_" + std::string(EncodingName(GetParam())));

@@ -1,65 +1,30 @@
-#!/usr/bin/env node
-// Writes the conformance corpus: a deterministic set of pi session files plus manifest.json.
-//
-// Usage: PI_DIST=<pi-coding-agent>/dist node gen_corpus.mjs OUT_DIR
-//   (PI_DIST defaults to ~/.cache/pi-oracle/node_modules/@mariozechner/pi-coding-agent/dist, where
-//    shared/tools/pi-oracle/run.sh installs pi 0.73.1)
+// The conformance corpus: a reproducible set of pi session files plus manifest.json (`oracle.mjs corpus DIR`).
 //
 // Sessions in v3 format are written through pi's own SessionManager (in-memory, then serialized the way
 // SessionManager._rewriteFile does: JSON.stringify per entry, "\n" after each line), so every line is exactly
 // what pi would have written. Compaction cut points come from pi's prepareCompaction. Files pi cannot produce
 // through its API (v1/v2, torn lines, CRLF, orphans, non-canonical JSON, invalid UTF-8) are written by hand.
 //
-// Determinism: crypto.randomUUID (pi's generateId) and the clock (new Date()) are replaced before pi is loaded,
-// so the same ids and timestamps come out on every run.
+// Reproducibility: pi's ids (crypto.randomUUID) and clock (new Date()) are seeded sequences (pi.mjs), so the
+// same bytes come out on every run.
 //
 // manifest.json: {"files": [{"name", "description", "compareLeafId", "leaves": [{"id": string|null, "why"}],
 //                            "plans": [{"keepRecentTokens", "reserveTokens"}]}]}
 // A leaf id of null means "no --leaf" (the file's own leaf: last entry in file order).
-import crypto from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { syncBuiltinESMExports } from "node:module";
-import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { makeDeterministic, RealDate } from "./pi.mjs";
+import { buildQuirk, QUIRKS } from "./quirks.mjs";
 
-const outDir = resolve(process.argv[2] ?? "conformance-corpus");
+// The generator runs top to bottom as one function (its body keeps the indentation it had as a script).
+export function writeCorpus(pi, outDirArg) {
+const outDir = resolve(outDirArg);
 mkdirSync(outDir, { recursive: true });
+makeDeterministic(0x2545f491, "2026-03-01T10:00:00.000Z");
+const { SessionManager } = pi.session;
+const C = pi.compaction;
 
-// ---- determinism: ids and clock -------------------------------------------------------------------------
-let idSeed = 0x2545f491;
-function nextHex8() {
-	// xorshift32
-	idSeed ^= idSeed << 13;
-	idSeed >>>= 0;
-	idSeed ^= idSeed >>> 17;
-	idSeed ^= idSeed << 5;
-	idSeed >>>= 0;
-	return idSeed.toString(16).padStart(8, "0");
-}
-crypto.randomUUID = () => `${nextHex8()}-${nextHex8().slice(0, 4)}-4${nextHex8().slice(0, 3)}-8${nextHex8().slice(0, 3)}-${nextHex8()}${nextHex8().slice(0, 4)}`;
-syncBuiltinESMExports();
-const RealDate = Date;
-let clock = RealDate.parse("2026-03-01T10:00:00.000Z");
-globalThis.Date = class extends RealDate {
-	constructor(...args) {
-		if (args.length === 0) {
-			clock += 1000;
-			super(clock);
-		} else {
-			super(...args);
-		}
-	}
-	static now() {
-		return clock;
-	}
-};
-
-const dist = process.env.PI_DIST ?? join(homedir(), ".cache/pi-oracle/node_modules/@mariozechner/pi-coding-agent/dist");
-const { SessionManager } = await import(pathToFileURL(join(dist, "core/session-manager.js")).href);
-const C = await import(pathToFileURL(join(dist, "core/compaction/index.js")).href);
-
-const manifest = { generator: "tests/conformance/gen_corpus.mjs", files: [] };
+const manifest = { generator: "tests/oracle/oracle.mjs corpus", files: [] };
 const DEFAULT_PLANS = [
 	{ keepRecentTokens: 20000, reserveTokens: 16384 },
 	{ keepRecentTokens: 300, reserveTokens: 16384 },
@@ -355,52 +320,16 @@ const TRICKY_ARGS = {
 }
 
 // =========================================================================================================
-// 3b. Sessions for pi's compaction quirks (shared/reference/compaction-algorithms.md §A13), each with the
-//     keepRecentTokens values that show the quirk (the same shapes as shared/tools/pi-oracle/quirks.mjs)
-{
-	const quirk = (name, description, build, keeps) => {
-		const sm = newSession();
-		const L = build(sm);
-		writeSession(name, sm);
-		record(name, description, [{ id: null, why: "file leaf" }, ...(L ?? [])], {
-			plans: keeps.map((k) => ({ keepRecentTokens: k, reserveTokens: 16384 })),
-		});
-	};
-	const U = (sm, n) => sm.appendMessage(userString("u".repeat(n)));
-	const A = (sm, n, tool) => {
-		const blocks = [text("a".repeat(n))];
-		if (tool) blocks.push(toolCall("read", { path: "x.ts" }));
-		return sm.appendMessage(assistant(blocks, usage(100, 10)));
-	};
-	const T = (sm, n) => sm.appendMessage({ role: "toolResult", toolCallId: `toolu_c${String(callN).padStart(4, "0")}`, toolName: "read", content: [text("r".repeat(n))], isError: false, timestamp: mts() });
-	quirk("quirk-q1-settings-before-cut.jsonl", "Q1: a thinking_level_change right before the user message at the cut", (sm) => {
-		U(sm, 400), A(sm, 400), U(sm, 400), A(sm, 400, true), T(sm, 4000), A(sm, 400);
-		sm.appendThinkingLevelChange("high");
-		U(sm, 400), A(sm, 400, true), T(sm, 4000), A(sm, 400);
-	}, [1300, 1200]);
-	quirk("quirk-q2-custom-message-cut.jsonl", "Q2: the cut lands on a custom_message (split turn with an empty prefix)", (sm) => {
-		U(sm, 400), A(sm, 400, true), T(sm, 4000), A(sm, 400);
-		sm.appendCustomMessageEntry("x", "c".repeat(400), true);
-		A(sm, 400, true), T(sm, 4000), A(sm, 400);
-	}, [1200, 20000]);
-	quirk("quirk-q4-single-huge-turn.jsonl", "Q4: one user turn with many tool rounds (split turn)", (sm) => {
-		U(sm, 100);
-		for (let i = 0; i < 6; i++) A(sm, 100, true), T(sm, 8000);
-		A(sm, 100);
-	}, [5000, 3000]);
-	quirk("quirk-q5-big-custom-message.jsonl", "Q5: a huge custom_message does not count toward the keep budget", (sm) => {
-		U(sm, 400), A(sm, 400);
-		sm.appendCustomMessageEntry("x", "c".repeat(40000), true);
-		U(sm, 40), A(sm, 40);
-	}, [1000]);
-	quirk("quirk-q7-huge-trailing-tool-result.jsonl", "Q7: the newest message is a tool result larger than keepRecentTokens", (sm) => {
-		U(sm, 4000), A(sm, 4000), U(sm, 4000), A(sm, 4000), U(sm, 400), A(sm, 100, true);
-		const t = T(sm, 200000);
-		return [{ id: t, why: "huge tool result as leaf" }];
-	}, [20000]);
-	quirk("quirk-q7b-huge-tool-result-then-assistant.jsonl", "Q7b: a huge tool result followed by a final assistant message", (sm) => {
-		U(sm, 4000), A(sm, 4000), U(sm, 4000), A(sm, 4000), U(sm, 400), A(sm, 100, true), T(sm, 200000), A(sm, 100);
-	}, [20000]);
+// 3b. Sessions for pi's compaction quirks (quirks.mjs, docs/compatibility.md), each with the keepRecentTokens
+//     values that show the quirk
+for (const q of QUIRKS) {
+	const sm = newSession();
+	buildQuirk(pi, sm, q, mts);
+	const name = `quirk-${q.name}.jsonl`;
+	writeSession(name, sm);
+	record(name, q.description, [{ id: null, why: "file leaf" }], {
+		plans: q.keeps.map((k) => ({ keepRecentTokens: k, reserveTokens: 16384 })),
+	});
 }
 
 // =========================================================================================================
@@ -583,4 +512,5 @@ const ts = (i) => new RealDate(RealDate.parse("2026-04-01T08:00:00.000Z") + i * 
 }
 
 writeFileSync(join(outDir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
-console.log(JSON.stringify({ outDir, files: manifest.files.length, leaves: manifest.files.reduce((s, f) => s + f.leaves.length, 0) }));
+return { outDir, files: manifest.files.length, leaves: manifest.files.reduce((s, f) => s + f.leaves.length, 0) };
+}

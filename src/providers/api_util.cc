@@ -1,0 +1,204 @@
+#include "providers/api_util.h"
+
+#include <algorithm>
+
+namespace compactor::providers {
+
+int64_t ResolveMaxTokens(const ModelConfig& model, const LlmRequest& req, bool required) {
+  int64_t mt = req.max_tokens > 0 ? req.max_tokens : model.max_output_tokens;
+  if (mt > 0 && model.max_output_tokens > 0) mt = std::min(mt, model.max_output_tokens);
+  if (mt <= 0 && required) mt = 4096;
+  return mt;
+}
+
+std::string DataUrl(const LlmPart& p) { return "data:" + p.mime_type + ";base64," + p.data; }
+
+bool AllText(const std::vector<LlmPart>& parts) {
+  return std::all_of(parts.begin(), parts.end(),
+                     [](const LlmPart& p) { return p.kind == LlmPart::Kind::kText; });
+}
+
+std::string JoinedText(const std::vector<LlmPart>& parts) {
+  std::string out;
+  bool first = true;
+  for (const LlmPart& p : parts) {
+    if (!first) out += "\n";
+    first = false;
+    out += p.kind == LlmPart::Kind::kText ? p.text : std::string("[image]");
+  }
+  return out;
+}
+
+Json ParseArguments(const std::string& text) {
+  Json args = Json::parse(text, nullptr, false);
+  if (args.is_discarded() || !args.is_object()) return Json::object();
+  return args;
+}
+
+Json ToolSchema(const LlmTool& tool) {
+  Json schema = Json::parse(tool.parameters_json, nullptr, false);
+  if (schema.is_discarded() || !schema.is_object()) {
+    schema = {{"type", "object"}, {"properties", Json::object()}};
+  }
+  return schema;
+}
+
+HttpRequest NewHttpRequest(const ModelConfig& model, std::string url) {
+  HttpRequest http;
+  http.url = std::move(url);
+  http.timeout_ms = model.timeout_ms;
+  http.connect_timeout_ms = model.connect_timeout_ms;
+  http.headers.emplace_back("content-type", "application/json");
+  for (const auto& [k, v] : model.headers) http.headers.emplace_back(k, v);
+  return http;
+}
+
+void AddBearer(HttpRequest& http, std::string_view api_key) {
+  if (!api_key.empty())
+    http.headers.emplace_back("authorization", "Bearer " + std::string(api_key));
+}
+
+int64_t IntAt(const Json& obj, const char* key) {
+  if (!obj.is_object()) return 0;
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return 0;
+  return it->get<int64_t>();
+}
+
+std::string StringAt(const Json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+std::string ErrorText(const Json& error) {
+  if (error.is_string()) return error.get<std::string>();
+  if (error.is_object()) {
+    auto it = error.find("message");
+    if (it != error.end() && it->is_string()) return it->get<std::string>();
+  }
+  return DumpJson(error);
+}
+
+std::string ArgumentsText(const Json& holder) {
+  auto a = holder.find("arguments");
+  if (a == holder.end() || a->is_null()) return "{}";
+  return a->is_string() ? a->get<std::string>() : DumpJson(*a);
+}
+
+Status Malformed(const ModelConfig& model, std::string_view what) {
+  return Status::Unavailable(model.api + ": malformed response (" + std::string(what) + ")");
+}
+
+Result<Json> ParseObjectBody(const ModelConfig& model, std::string_view body) {
+  Json doc = Json::parse(body.begin(), body.end(), nullptr, false);
+  if (doc.is_discarded()) return Malformed(model, "invalid JSON");
+  if (!doc.is_object()) return Malformed(model, "not a JSON object");
+  return doc;
+}
+
+namespace {
+
+// A stream error event's text: a string, else a non-empty "message", else its JSON.
+std::string StreamErrorText(const Json& error) {
+  if (error.is_string()) return error.get<std::string>();
+  std::string m = StringAt(error, "message");
+  return m.empty() ? DumpJson(error) : m;
+}
+
+// Error types a stream may report mid-way that are worth a retry.
+bool TransientErrorType(std::string_view type) {
+  return type == "overloaded_error" || type == "api_error" || type == "rate_limit_error" ||
+         type == "server_error" || type == "timeout_error";
+}
+
+bool IsRetryableStatus(int status) {
+  return status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
+}
+
+}  // namespace
+
+OverflowVerdict ClassifyErrorText(std::string_view text, int http_status) {
+  OverflowInput in;
+  in.stop_reason = "error";
+  in.error_message = text;
+  in.http_status = http_status;
+  return ClassifyOverflow(in);
+}
+
+StreamEventInfo StreamParserBase::OnEvent(std::string_view, std::string_view data) {
+  StreamEventInfo info;
+  ++events_;
+  if (done_) return info;
+  if (data == "[DONE]") {
+    done_ = true;
+    info.complete = true;
+    return info;
+  }
+  Json j = Json::parse(data.begin(), data.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return info;  // tolerate junk lines
+  std::string type = StringAt(j, "type");
+  if (type == "error" || (j.contains("error") && !j["error"].is_null() && type.empty())) {
+    const Json& err = j.contains("error") ? j["error"] : j;
+    response_.stop_reason = "error";
+    response_.error_message = StreamErrorText(err);
+    response_.transient = TransientErrorType(StringAt(err, "type"));
+    done_ = true;
+    info.error = true;
+    info.error_message = response_.error_message;
+    info.transient = response_.transient;
+    info.overflow = ClassifyErrorText(info.error_message);
+    info.stop_reason = "error";
+    return info;
+  }
+  OnJson(j, type, info);
+  if (info.usage_reported) info.usage = response_.usage;
+  return info;
+}
+
+void StreamParserBase::ContentStarted(StreamEventInfo& info) {
+  if (content_started_) return;
+  content_started_ = true;
+  info.content_started = true;
+}
+
+Result<LlmResponse> StreamParserBase::Finish() {
+  if (response_.stop_reason == "error" && done_) return response_;
+  bool complete = done_ || CompleteWithoutMarker();
+  if (events_ == 0) return Status::Unavailable(api_ + ": malformed response (empty stream)");
+  if (!complete) {
+    return Status::Unavailable(api_ + ": stream ended before the response was complete");
+  }
+  LlmResponse out = Assemble();
+  if (out.stop_reason.empty()) out.stop_reason = "stop";
+  return out;
+}
+
+ProviderError HttpError(int status, std::string_view body, std::string type, std::string detail) {
+  ProviderError e;
+  e.message = DescribeHttpFailure(status, body);
+  e.type = std::move(type);
+  e.detail = std::move(detail);
+  e.overflow = ClassifyErrorText(e.message, status);
+  if (e.overflow.overflow || e.overflow.payload) return e;
+  e.auth = status == 401 || status == 403;
+  e.retryable = !e.auth && IsRetryableStatus(status);
+  return e;
+}
+
+void ReadErrorFields(std::string_view body, std::string* type, std::string* detail) {
+  Json doc = Json::parse(body.begin(), body.end(), nullptr, false);
+  if (!doc.is_object()) return;
+  auto it = doc.find("error");
+  if (it == doc.end() || it->is_null()) return;
+  if (it->is_string()) {
+    *detail = it->get<std::string>();
+    return;
+  }
+  *type = StringAt(*it, "type");
+  if (std::string code = StringAt(*it, "code"); !code.empty()) *type = code;
+  *detail = StringAt(*it, "message");
+}
+
+}  // namespace compactor::providers
