@@ -61,16 +61,12 @@ void RegisterTokens(CLI::App& app) {
       if (args->input == "-") {
         text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
       } else {
-        auto fb = Session::Open(args->input);  // only to reuse the error wording for missing files
-        FILE* f = std::fopen(args->input.c_str(), "rb");
-        if (!f) {
-          ExitCode() = Fail(fb.ok() ? Status::IoError(args->input + ": cannot open") : fb.status());
+        Result<std::string> read = Env::Default()->ReadFile(args->input);
+        if (!read.ok()) {
+          ExitCode() = Fail(read.status());
           return;
         }
-        char buf[1 << 16];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-        std::fclose(f);
+        text = std::move(read).value();
       }
       int64_t units = Utf16Length(text);
       int64_t tokens = counter->Text(text);

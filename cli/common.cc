@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 
 #include "compactor/llm_summarizer.h"
 #include "compactor/providers.h"
@@ -66,8 +64,7 @@ void AddSettingsArgs(CLI::App* cmd, SettingsArgs* args) {
 Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
   CompactionSettings s;
   if (!args.settings_file.empty()) {
-    COMPACTOR_ASSIGN_OR_RETURN(LoadedSettings loaded,
-                               LoadSettingsFile(args.settings_file, *RealSettingsFileSystem()));
+    COMPACTOR_ASSIGN_OR_RETURN(LoadedSettings loaded, LoadSettingsFile(args.settings_file));
     for (const SettingsWarning& w : loaded.warnings)
       fmt::print(stderr, "compactor: warning: {}\n", w.ToString());
     s = loaded.settings;
@@ -99,11 +96,9 @@ Result<std::vector<ModelConfig>> LoadModels(const std::string& settings_file,
     return Status::InvalidArgument(
         what + " names a model: give the settings file that defines it (--settings FILE)");
   }
-  std::ifstream in(settings_file, std::ios::binary);
-  if (!in) return Status::NotFound(settings_file + ": cannot read the settings file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return ParseModelConfigs(buf.str());
+  Result<std::string> text = Env::Default()->ReadFile(settings_file);
+  if (!text.ok()) return Status::NotFound(settings_file + ": cannot read the settings file");
+  return ParseModelConfigs(*text);
 }
 
 Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,

@@ -10,7 +10,6 @@
 //
 // Exit codes: 0 done, 1 the model or a file failed, 2 usage error.
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -20,6 +19,7 @@
 
 #include "compactor/context.h"
 #include "compactor/entries.h"
+#include "compactor/env.h"
 #include "compactor/llm_summarizer.h"
 #include "compactor/model_input.h"
 #include "compactor/provider_api.h"
@@ -61,11 +61,9 @@ struct Args {
   std::vector<std::string> prompt;
 };
 
-double NowMs() {
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count());
-}
+double NowMs() { return static_cast<double>(compactor::Env::Default()->NowMs()); }
+
+bool Exists(const std::string& path) { return compactor::Env::Default()->Stat(path).ok(); }
 
 // Progress and events go to stderr (or as JSON lines to stdout with --json),
 // the model's answers to stdout.
@@ -136,7 +134,7 @@ void ReportEvent(const Output& out, const compactor::RuntimeEvent& e) {
 
 // A session file with just a header, unless it exists.
 Status EnsureSession(const std::string& path, const std::string& cwd) {
-  if (std::filesystem::exists(path)) return Status::Ok();
+  if (Exists(path)) return Status::Ok();
   compactor::SessionHeaderFields h;
   h.id = compactor::NewUuidV7();
   h.timestamp = compactor::NowIsoTimestamp();
@@ -346,7 +344,7 @@ int main(int argc, char** argv) {
   const compactor::CompactionStrategy* strategy = compactor::FindStrategy(ro.settings.strategy);
   if (strategy && strategy->needs().notes_file) {
     notes = a.notes.empty() ? a.session + ".notes.md" : a.notes;
-    if (!std::filesystem::exists(notes)) {
+    if (!Exists(notes)) {
       if (Status s = compactor::WriteFileAtomic(notes, "", {.keep_backup = false}); !s.ok()) {
         std::cerr << "compactor-agent: " << s.ToString() << "\n";
         return 1;

@@ -28,8 +28,9 @@ struct BranchOptions {
   int64_t context_window = 128000;
   int64_t reserve_tokens = 16384;
   const CompactionHooks* hooks = nullptr;
-  std::function<int64_t()> now_ms;
   bool dry_run = false;
+  // The session file, entry timestamps and ids; null = Env::Default().
+  Env* env = nullptr;
 };
 
 struct BranchResult {

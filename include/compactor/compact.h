@@ -156,8 +156,9 @@ struct CompactOptions {
   // Compute everything but write nothing.
   bool dry_run = false;
   const CompactionHooks* hooks = nullptr;
-  // Clock for entry timestamps (ms since epoch); default: the system clock.
-  std::function<int64_t()> now_ms;
+  // Every side effect: the session file, notes, the handoff file, entry
+  // timestamps and ids, threads. null = Env::Default().
+  Env* env = nullptr;
   // Reproduce pi 0.73.1's preparation quirks (conformance checks only).
   bool pi_quirks = false;
   // mask: which tool outputs stay verbatim.
@@ -214,7 +215,8 @@ Result<ComputedCompaction> ComputeCompaction(const Session& session, const Compa
 // Loads `path`, computes the compaction and records it as result.output says:
 // appends the entry (summary, user-prompts, notes), writes a new session file
 // (handoff), or rewrites the file atomically with a backup (mask). Nothing is
-// written with dry_run or when the result is skipped.
+// written with dry_run or when the result is skipped. Everything goes through
+// options.env (load.env is ignored).
 Result<CompactionResult> CompactFile(const std::string& path, const CompactOptions& options,
                                      const LoadOptions& load = {});
 

@@ -75,7 +75,8 @@ struct FactFile {
 // JSON in the documented `<name>.facts.json` layout (stable key order).
 std::string FactFileToJson(const FactFile& file);
 Result<FactFile> ParseFactFile(std::string_view json, std::string_view name = "facts");
-Result<FactFile> ReadFactFile(const std::string& path);
+// Reads and parses `path` through `env` (null = Env::Default()).
+Result<FactFile> ReadFactFile(const std::string& path, Env* env = nullptr);
 
 // ---------------------------------------------------------------------------
 // Rendering and matching
@@ -146,10 +147,11 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options);
 
 // Writes `count` sessions with seeds seed, seed+1, ... into `dir` (created if
 // needed) as `<name>.jsonl`, `<name>.facts.json` and (with agent_notes)
-// `<name>.notes.md`. Returns the session paths.
+// `<name>.notes.md`, through `env` (null = Env::Default()). Returns the
+// session paths.
 Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int count, uint64_t seed,
                                                  int64_t target_tokens = 160000,
-                                                 bool agent_notes = true);
+                                                 bool agent_notes = true, Env* env = nullptr);
 
 // ---------------------------------------------------------------------------
 // Extraction from real sessions (rules in docs/quality.md)

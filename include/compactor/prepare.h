@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "compactor/context.h"
+#include "compactor/env.h"
 #include "compactor/estimate.h"
 #include "compactor/file_ops.h"
 #include "compactor/message.h"
@@ -99,6 +100,8 @@ struct PrepareOptions {
   // How message tokens are counted. Unset: from settings.tokenizer
   // (nullopt = pi's chars/4 estimate, the only way to match pi's numbers).
   std::optional<TokenCounter> counter;
+  // The second thread for long histories comes from here; null = Env::Default().
+  Env* env = nullptr;
 };
 
 // Why there is no preparation.

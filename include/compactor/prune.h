@@ -137,9 +137,9 @@ Result<RewritePlan> PlanMask(const Session& session, std::optional<size_t> leaf,
 // Applying a plan.
 
 struct ApplyOptions {
-  // pruned/masked results get "prunedAt": now (epoch ms), one value for the
-  // whole batch as in oh-my-pi. Empty = the system clock.
-  std::function<int64_t()> now_ms;
+  // pruned/masked results get "prunedAt": now (epoch ms, env's wall clock),
+  // one value for the whole batch as in oh-my-pi. null = Env::Default().
+  Env* env = nullptr;
   // The exact bytes `session` was loaded from, when the caller has them:
   // every line not rewritten is then copied byte for byte (blank and
   // malformed lines, CRLF endings, and the v1/v2 format of an old file
@@ -172,8 +172,10 @@ struct WriteRewrittenOptions {
   // Write here instead of over `path` (no backup is made then).
   std::string output_path;
   // In-place rewrites keep the old file as <path><backup_suffix>.
+  // (rewrite.env is ignored: `env` below is used for everything.)
   RewriteOptions rewrite;
-  std::function<int64_t()> now_ms;
+  // Reads, the clock for "prunedAt" and the write; null = Env::Default().
+  Env* env = nullptr;
 };
 struct WriteRewrittenResult {
   std::string output_path;
@@ -183,8 +185,8 @@ struct WriteRewrittenResult {
 // Reads `path` (the file `session` was loaded from), applies `plan` to its
 // bytes (ApplyOptions::original_text) and writes the result atomically. Fails
 // with kFailedPrecondition, writing nothing, when the file no longer matches
-// the session or changed size while the new text was built (an agent appended
-// meanwhile: load again and retry).
+// the session or changed (size, modification time or inode: Env::Stat) while
+// the new text was built (an agent appended meanwhile: load again and retry).
 Result<WriteRewrittenResult> WriteRewrittenSession(const Session& session, const std::string& path,
                                                    const RewritePlan& plan,
                                                    const WriteRewrittenOptions& options = {});

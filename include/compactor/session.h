@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compactor/env.h"
 #include "compactor/message.h"
 #include "compactor/status.h"
 
@@ -115,6 +116,8 @@ struct LoadOptions {
   // on a machine with two or more cores), 1 reads on the calling thread.
   // The result is the same whatever the number.
   int threads = 0;
+  // Where the file is read and the indexing threads come from; null = Env::Default().
+  Env* env = nullptr;
 };
 
 class Session {

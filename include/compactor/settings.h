@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compactor/env.h"
 #include "compactor/status.h"
 #include "compactor/tokenizer.h"
 
@@ -114,33 +115,20 @@ Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view
 // the strategy name (a registered strategy or "off").
 Status ValidateSettings(const CompactionSettings& settings);
 
-// The file system as the settings source sees it (a small seam so tests run in memory).
-class SettingsFileSystem {
- public:
-  struct FileStamp {
-    bool exists = false;
-    int64_t mtime_ns = 0;
-    int64_t size = 0;
-    uint64_t inode = 0;
-    bool operator==(const FileStamp&) const = default;
-  };
-  virtual ~SettingsFileSystem() = default;
-  virtual Result<FileStamp> Stat(const std::string& path) = 0;
-  virtual Result<std::string> ReadFile(const std::string& path) = 0;
-};
+// Reads and parses a settings file through `env` (null = Env::Default()).
+// kNotFound "settings file PATH: not found"; kIoError for a directory or an
+// unreadable file; ParseSettingsJson's errors.
+Result<LoadedSettings> LoadSettingsFile(const std::string& path,
+                                        const CompactionSettings& base = {}, Env* env = nullptr);
 
-// The real file system (stat + read).
-std::shared_ptr<SettingsFileSystem> RealSettingsFileSystem();
-
-Result<LoadedSettings> LoadSettingsFile(const std::string& path, SettingsFileSystem& fs,
-                                        const CompactionSettings& base = {});
-
-// Settings backed by a file, re-read when its mtime, size or inode changes.
-// Thread-safe. Without a path it always returns `base`.
+// Settings backed by a file, re-read when its identity (Env::Stat: device,
+// inode, size, mtime) changes. Thread-safe. Without a path it always returns
+// `base`. The file is read through `env` (null = Env::Default()), which must
+// outlive the source.
 class SettingsSource {
  public:
   explicit SettingsSource(std::optional<std::string> path, CompactionSettings base = {},
-                          std::shared_ptr<SettingsFileSystem> fs = RealSettingsFileSystem());
+                          Env* env = nullptr);
 
   // The current settings. Stats the file on every call and re-parses it only
   // when it changed. A missing or invalid file is an error (the previous good
@@ -157,9 +145,9 @@ class SettingsSource {
  private:
   std::optional<std::string> path_;
   CompactionSettings base_;
-  std::shared_ptr<SettingsFileSystem> fs_;
+  Env* env_;
   mutable std::mutex mu_;
-  std::optional<SettingsFileSystem::FileStamp> stamp_;
+  std::optional<FileIdentity> stamp_;
   std::optional<Status> cached_error_;
   CompactionSettings current_;
   std::vector<SettingsWarning> warnings_;

@@ -1,6 +1,5 @@
 #include "compactor/branch.h"
 
-#include <chrono>
 #include <unordered_set>
 
 #include "compactor/context.h"
@@ -13,12 +12,7 @@
 namespace compactor {
 namespace {
 
-int64_t NowMs(const BranchOptions& o) {
-  if (o.now_ms) return o.now_ms();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMs(const BranchOptions& o) { return EnvOrDefault(o.env)->NowMs(); }
 
 std::string LabelEntry(const EntryBase& base, const std::string& target, const std::string& label) {
   std::string out = "{\"type\":\"label\",\"id\":";
@@ -173,7 +167,7 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
   const std::string ts = FormatIsoTimestamp(NowMs(o));
   std::vector<std::string> taken;
   auto next_id = [&] {
-    std::string id = NewEntryId(session, taken);
+    std::string id = NewEntryId(session, taken, o.env);
     taken.push_back(id);
     return id;
   };
@@ -197,10 +191,14 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
 }
 
 Result<BranchResult> BranchFile(const std::string& path, const BranchOptions& o) {
-  COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path));
+  LoadOptions load;
+  load.env = o.env;
+  COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, load));
   COMPACTOR_ASSIGN_OR_RETURN(BranchResult r, ComputeBranch(*session, o));
   if (r.noop || o.dry_run) return r;
-  COMPACTOR_RETURN_IF_ERROR(AppendLines(path, r.appended));
+  AppendOptions append;
+  append.env = o.env;
+  COMPACTOR_RETURN_IF_ERROR(AppendLines(path, r.appended, append));
   if (o.hooks) {
     AfterTreeEvent ev{r.new_leaf_id, r.old_leaf_id, r.summary.empty() ? "" : r.appended[0],
                       r.from_hook};

@@ -2,8 +2,6 @@
 // checks every strategy shares, and records the result by its output kind.
 // What strategies share lives in strategy_support.h; each strategy in
 // src/strategies/.
-#include <chrono>
-
 #include "compactor/compact.h"
 #include "compactor/prune.h"
 #include "compactor/strategy.h"
@@ -12,7 +10,7 @@
 namespace compactor {
 
 Result<ComputedCompaction> ComputeCompaction(const Session& session, const CompactOptions& o) {
-  auto start = std::chrono::steady_clock::now();
+  const int64_t start_us = EnvOrDefault(o.env)->MonotonicMicros();
   const CompactionStrategy* strategy = o.strategy;
   if (!strategy) {
     COMPACTOR_ASSIGN_OR_RETURN(strategy, ParseStrategy(o.settings.strategy));
@@ -36,7 +34,7 @@ Result<ComputedCompaction> ComputeCompaction(const Session& session, const Compa
     COMPACTOR_RETURN_IF_ERROR(strategy->Compute(session, o, *summarizer, &out));
   }
   out.result.duration_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      static_cast<double>(EnvOrDefault(o.env)->MonotonicMicros() - start_us) / 1000.0;
   return out;
 }
 
@@ -61,6 +59,7 @@ Result<std::unique_ptr<Session>> SessionAfterCompaction(const Session& session,
 Result<CompactionResult> CompactFile(const std::string& path, const CompactOptions& o,
                                      const LoadOptions& load) {
   LoadOptions measured = load;
+  measured.env = o.env;
   // Compaction estimates every message of the context: measure them while indexing.
   if (!o.settings.tokenizer) measured.estimate_messages = true;
   COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, measured));
@@ -69,22 +68,22 @@ Result<CompactionResult> CompactFile(const std::string& path, const CompactOptio
   if (!r.compacted || o.dry_run) return r;
   switch (r.output) {
     case CompactionOutput::kNewSession:
-      COMPACTOR_RETURN_IF_ERROR(
-          WriteFileAtomic(r.output_path, c.new_session_jsonl, RewriteOptions{false, ".bak"}));
+      COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(r.output_path, c.new_session_jsonl,
+                                                RewriteOptions{false, ".bak", o.env}));
       break;
     case CompactionOutput::kRewriteFile: {
       if (!c.rewrite_plan) return Status::Internal(r.strategy + ": no rewrite plan");
       // Rewrites only the changed lines of the bytes on disk, refusing if an
       // agent appended meanwhile; the old file is kept as FILE.bak.
       WriteRewrittenOptions w;
-      w.now_ms = o.now_ms;
+      w.env = o.env;
       COMPACTOR_ASSIGN_OR_RETURN(WriteRewrittenResult written,
                                  WriteRewrittenSession(*session, path, *c.rewrite_plan, w));
       r.output_path = written.output_path;
       break;
     }
     case CompactionOutput::kAppendEntry:
-      COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {r.entry_json}));
+      COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {r.entry_json}, AppendOptions{false, -1, o.env}));
       break;
   }
   if (o.hooks) o.hooks->RunAfterCompact({r}, &r.hook_errors);

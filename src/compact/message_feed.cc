@@ -1,7 +1,6 @@
 #include "compact/message_feed.h"
 
 #include <exception>
-#include <system_error>
 
 #include "util/two_halves.h"
 
@@ -13,13 +12,14 @@ constexpr size_t kParallelBytes = 4u << 20;
 // Messages parsed between two announcements to a waiting reader.
 constexpr size_t kPublishEvery = 32;
 
-bool CanUseTwoThreads(size_t bytes) {
-  return bytes >= kParallelBytes && std::thread::hardware_concurrency() >= 2;
+bool CanUseTwoThreads(Env* env, size_t bytes) {
+  return bytes >= kParallelBytes && env->HardwareThreads() >= 2;
 }
 
 }  // namespace
 
-MessageFeed::MessageFeed(std::initializer_list<const std::vector<ContextMessage>*> lists) {
+MessageFeed::MessageFeed(std::initializer_list<const std::vector<ContextMessage>*> lists, Env* env)
+    : env_(EnvOrDefault(env)) {
   for (const auto* list : lists) {
     for (const ContextMessage& cm : *list) {
       in_.push_back(&cm);
@@ -32,7 +32,7 @@ MessageFeed::MessageFeed(std::initializer_list<const std::vector<ContextMessage>
 
 MessageFeed::~MessageFeed() {
   stop_.store(true, std::memory_order_relaxed);
-  if (worker_.joinable()) worker_.join();
+  if (worker_) worker_->Join();
 }
 
 void MessageFeed::Parse(size_t from, size_t to, bool publish) {
@@ -58,30 +58,31 @@ void MessageFeed::Publish(size_t n) {
 
 void MessageFeed::ParseAll() {
   RunInTwoHalves(
-      in_.size(), CanUseTwoThreads(bytes_), [this](size_t i) { return in_[i]->json().size(); },
+      env_, in_.size(), CanUseTwoThreads(env_, bytes_),
+      [this](size_t i) { return in_[i]->json().size(); },
       [this](size_t from, size_t to, int) { Parse(from, to, false); });
   ready_.store(in_.size(), std::memory_order_release);
 }
 
 void MessageFeed::Start() {
-  if (CanUseTwoThreads(bytes_)) {
-    try {
-      worker_ = std::thread([this] {
-        try {
-          Parse(0, in_.size(), true);
-        } catch (...) {
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            error_ = std::current_exception();
-            failed_.store(true, std::memory_order_release);
-          }
-          Publish(in_.size());  // wake every reader: WaitFor rethrows
+  if (CanUseTwoThreads(env_, bytes_)) {
+    Result<std::unique_ptr<Thread>> started = env_->StartThread([this] {
+      try {
+        Parse(0, in_.size(), true);
+      } catch (...) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          error_ = std::current_exception();
+          failed_.store(true, std::memory_order_release);
         }
-      });
+        Publish(in_.size());  // wake every reader: WaitFor rethrows
+      }
+    });
+    if (started.ok()) {
+      worker_ = std::move(started).value();
       return;
-    } catch (const std::system_error&) {
-      // no thread to be had: parse here
     }
+    // no thread to be had: parse here
   }
   ParseAll();
 }

@@ -9,12 +9,13 @@
 #include <cstddef>
 #include <exception>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "compactor/context.h"
+#include "compactor/env.h"
 #include "compactor/message.h"
 
 namespace compactor::internal {
@@ -24,7 +25,9 @@ class MessageFeed {
   // The messages of `lists`, in order, one slot each. A message that does not
   // parse (not a JSON object) stays a default Message: role kOther, nothing
   // a summarizer reads. The lists must outlive the feed.
-  explicit MessageFeed(std::initializer_list<const std::vector<ContextMessage>*> lists);
+  // The worker thread comes from `env` (null = Env::Default()).
+  explicit MessageFeed(std::initializer_list<const std::vector<ContextMessage>*> lists,
+                       Env* env = nullptr);
   // Stops the worker, if any, after the message it is parsing.
   ~MessageFeed();
   MessageFeed(const MessageFeed&) = delete;
@@ -58,7 +61,8 @@ class MessageFeed {
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
-  std::thread worker_;
+  Env* env_;
+  std::unique_ptr<Thread> worker_;
   std::exception_ptr error_;  // guarded by mu_ while a streaming worker runs
   std::atomic<bool> failed_{false};
 };

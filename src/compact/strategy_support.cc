@@ -1,7 +1,5 @@
 #include "compact/strategy_support.h"
 
-#include <chrono>
-
 #include "compact/message_feed.h"
 #include "compactor/js_json.h"
 #include "compactor/policy.h"
@@ -9,15 +7,11 @@
 
 namespace compactor::internal {
 
-int64_t NowMs(const CompactOptions& o) {
-  if (o.now_ms) return o.now_ms();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMs(const CompactOptions& o) { return EnvOrDefault(o.env)->NowMs(); }
 
-std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists) {
-  MessageFeed feed(lists);
+std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists,
+                              Env* env) {
+  MessageFeed feed(lists, env);
   feed.ParseAll();
   return feed.TakeMessages();
 }
@@ -55,6 +49,7 @@ Result<CompactionPreparation*> PrepareOrSkip(const Session& session, const Compa
   po.settings = o.settings;
   po.leaf_id = o.leaf_id;
   po.pi_quirks = o.pi_quirks;
+  po.env = o.env;
   COMPACTOR_ASSIGN_OR_RETURN(*out, PrepareCompaction(session, po));
   result->tokens_before = out->estimate.tokens;
   if (!out->preparation) {
@@ -106,7 +101,7 @@ void CheckEffective(const CompactOptions& o, CompactionResult* r) {
 }
 
 EntryBase NewBase(const Session& session, const std::string& parent, const CompactOptions& o) {
-  return EntryBase{NewEntryId(session), parent, FormatIsoTimestamp(NowMs(o))};
+  return EntryBase{NewEntryId(session, {}, o.env), parent, FormatIsoTimestamp(NowMs(o))};
 }
 
 std::string LeafIdOf(const Session& session, const CompactOptions& o) {

@@ -13,6 +13,7 @@
 #include "compactor/compact.h"
 #include "compactor/context.h"
 #include "compactor/entries.h"
+#include "compactor/env.h"
 #include "compactor/estimate.h"
 #include "compactor/file_ops.h"
 #include "compactor/message.h"
@@ -23,11 +24,13 @@
 
 namespace compactor::internal {
 
-// options.now_ms, else the system clock (ms since the epoch).
+// The wall clock of options.env (ms since the epoch).
 int64_t NowMs(const CompactOptions& options);
 
-// Every message of `lists`, parsed (see internal::MessageFeed).
-std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists);
+// Every message of `lists`, parsed (see internal::MessageFeed) with threads
+// from `env` (null = Env::Default()).
+std::vector<Message> ParseAll(std::initializer_list<const std::vector<ContextMessage>*> lists,
+                              Env* env);
 
 // {"readFiles":[...],"modifiedFiles":[...]<extra_members>}; extra_members
 // starts with a comma.

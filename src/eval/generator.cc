@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -1321,16 +1320,16 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
 }
 
 Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int count, uint64_t seed,
-                                                 int64_t target_tokens, bool agent_notes) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IoError(dir + ": " + ec.message());
+                                                 int64_t target_tokens, bool agent_notes,
+                                                 Env* env) {
+  env = EnvOrDefault(env);
+  COMPACTOR_RETURN_IF_ERROR(env->CreateDirs(dir));
   std::vector<std::string> paths;
   for (int i = 0; i < count; ++i) {
     GeneratedSession g =
         GenerateEvalSession({seed + static_cast<uint64_t>(i), target_tokens, agent_notes});
     const std::string base = dir + "/" + g.name;
-    RewriteOptions no_backup{false, ".bak"};
+    RewriteOptions no_backup{false, ".bak", env};
     COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(base + ".jsonl", g.jsonl, no_backup));
     COMPACTOR_RETURN_IF_ERROR(
         WriteFileAtomic(base + ".facts.json", FactFileToJson(g.facts), no_backup));
@@ -1338,7 +1337,8 @@ Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int cou
       COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(base + ".notes.md", g.notes, no_backup));
     } else {
       // A notes file left from an earlier corpus would belong to another session.
-      std::filesystem::remove(base + ".notes.md", ec);
+      Status removed = env->RemoveFile(base + ".notes.md");
+      if (!removed.ok() && removed.code() != StatusCode::kNotFound) return removed;
     }
     paths.push_back(base + ".jsonl");
   }

@@ -1,7 +1,6 @@
 // The evaluation runner: compact in memory, rebuild, score, aggregate, report.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -13,11 +12,11 @@
 namespace compactor {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
-double Ms(Clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+// Milliseconds on `env`'s monotonic clock since `since_us`.
+double Ms(Env* env, int64_t since_us) {
+  return static_cast<double>(env->MonotonicMicros() - since_us) / 1000.0;
 }
 
 double Share(int part, int total) { return total == 0 ? 1.0 : static_cast<double>(part) / total; }
@@ -55,7 +54,8 @@ std::string HtmlEscape(std::string_view s) {
 
 Result<SessionEval> EvaluateSession(const Session& session, const FactFile& facts,
                                     const EvalConfig& config) {
-  const auto start = Clock::now();
+  Env* env = EnvOrDefault(config.compact.env);
+  const int64_t start = env->MonotonicMicros();
   SessionEval ev;
   ev.session = session.path();
   ev.strategy = config.strategy ? std::string(config.strategy->name()) : "none";
@@ -79,14 +79,14 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
     o.strategy = config.strategy;
     o.dry_run = true;
     o.only_if_needed = false;
-    const auto compact_start = Clock::now();
+    const int64_t compact_start = env->MonotonicMicros();
     auto computed = ComputeCompaction(session, o);
-    ev.compact_ms = Ms(compact_start);
+    ev.compact_ms = Ms(env, compact_start);
     if (!computed.ok()) {
       // Not scored: an unsupported strategy or a summarizer failure says
       // nothing about retention.
       ev.skipped_reason = computed.status().ToString();
-      ev.total_ms = Ms(start);
+      ev.total_ms = Ms(env, start);
       return ev;
     }
     const CompactionResult& r = computed->result;
@@ -95,7 +95,7 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
       // strategy's retention (an empty notes file would score the ceiling).
       ev.skipped_reason = r.skipped_reason.empty() ? "not compacted" : r.skipped_reason;
       ev.context_tokens_after = ev.context_tokens_before;
-      ev.total_ms = Ms(start);
+      ev.total_ms = Ms(env, start);
       return ev;
     }
     ev.compacted = true;
@@ -156,7 +156,7 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
       if (o.retained) ++k.summarized_retained;
     }
   }
-  ev.total_ms = Ms(start);
+  ev.total_ms = Ms(env, start);
   return ev;
 }
 

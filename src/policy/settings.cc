@@ -1,13 +1,8 @@
 #include "compactor/settings.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -193,49 +188,6 @@ class Reader {
   std::vector<SettingsWarning> warnings_;
 };
 
-class PosixFileSystem final : public SettingsFileSystem {
- public:
-  Result<FileStamp> Stat(const std::string& path) override {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-      if (errno == ENOENT || errno == ENOTDIR) return FileStamp{};
-      return Status::IoError(fmt::format("settings file {}: {}", path, std::strerror(errno)));
-    }
-    FileStamp s;
-    s.exists = true;
-    s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    s.size = static_cast<int64_t>(st.st_size);
-    s.inode = static_cast<uint64_t>(st.st_ino);
-    if (S_ISDIR(st.st_mode)) {
-      return Status::IoError(fmt::format("settings file {}: is a directory", path));
-    }
-    return s;
-  }
-  Result<std::string> ReadFile(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT)
-        return Status::NotFound(fmt::format("settings file {}: not found", path));
-      return Status::IoError(fmt::format("settings file {}: {}", path, std::strerror(errno)));
-    }
-    std::string out;
-    char buf[65536];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int e = errno;
-        ::close(fd);
-        return Status::IoError(fmt::format("settings file {}: {}", path, std::strerror(e)));
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return out;
-  }
-};
-
 }  // namespace
 
 std::string SettingsWarning::ToString() const { return file + ": " + message; }
@@ -329,37 +281,60 @@ std::string_view TokenizerSettingName(const std::optional<Encoding>& tokenizer) 
   return *tokenizer == Encoding::kO200kBase ? "o200k" : "cl100k";
 }
 
-std::shared_ptr<SettingsFileSystem> RealSettingsFileSystem() {
-  static auto fs = std::make_shared<PosixFileSystem>();
-  return fs;
+namespace {
+
+// An Env error's text without its leading "PATH: " (the caller names the file).
+std::string Detail(const Status& s, const std::string& path) {
+  std::string_view m = s.message();
+  if (m.starts_with(path) && m.substr(path.size()).starts_with(": "))
+    m.remove_prefix(path.size() + 2);
+  return std::string(m);
 }
 
-Result<LoadedSettings> LoadSettingsFile(const std::string& path, SettingsFileSystem& fs,
-                                        const CompactionSettings& base) {
-  COMPACTOR_ASSIGN_OR_RETURN(std::string text, fs.ReadFile(path));
-  return ParseSettingsJson(text, path, base);
+// The settings file's identity; nullopt when it does not exist.
+Result<std::optional<FileIdentity>> StatSettings(Env* env, const std::string& path) {
+  Result<FileInfo> info = env->Stat(path);
+  if (!info.ok()) {
+    if (info.status().code() == StatusCode::kNotFound) return std::optional<FileIdentity>();
+    return Status::IoError(fmt::format("settings file {}: {}", path, Detail(info.status(), path)));
+  }
+  if (info->kind == FileKind::kDirectory)
+    return Status::IoError(fmt::format("settings file {}: is a directory", path));
+  return std::optional<FileIdentity>(info->identity);
 }
 
-SettingsSource::SettingsSource(std::optional<std::string> path, CompactionSettings base,
-                               std::shared_ptr<SettingsFileSystem> fs)
-    : path_(std::move(path)), base_(std::move(base)), fs_(std::move(fs)), current_(base_) {}
+}  // namespace
+
+Result<LoadedSettings> LoadSettingsFile(const std::string& path, const CompactionSettings& base,
+                                        Env* env) {
+  Result<std::string> text = EnvOrDefault(env)->ReadFile(path);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound)
+      return Status::NotFound(fmt::format("settings file {}: not found", path));
+    return Status::IoError(fmt::format("settings file {}: {}", path, Detail(text.status(), path)));
+  }
+  return ParseSettingsJson(*text, path, base);
+}
+
+SettingsSource::SettingsSource(std::optional<std::string> path, CompactionSettings base, Env* env)
+    : path_(std::move(path)), base_(std::move(base)), env_(EnvOrDefault(env)), current_(base_) {}
 
 Result<CompactionSettings> SettingsSource::Get() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!path_) return current_;
-  COMPACTOR_ASSIGN_OR_RETURN(SettingsFileSystem::FileStamp stamp, fs_->Stat(*path_));
-  if (!stamp.exists) {
+  COMPACTOR_ASSIGN_OR_RETURN(std::optional<FileIdentity> stamp, StatSettings(env_, *path_));
+  if (!stamp) {
     stamp_.reset();
     cached_error_.reset();
     return Status::NotFound(fmt::format("settings file {}: not found", *path_));
   }
-  if (stamp_ && *stamp_ == stamp) {
+  if (stamp_ && *stamp_ == *stamp) {
     if (cached_error_) return *cached_error_;
     return current_;
   }
   stamp_ = stamp;
   ++reload_count_;
-  Result<LoadedSettings> loaded = LoadSettingsFile(*path_, *fs_, base_);
+  Result<LoadedSettings> loaded = LoadSettingsFile(*path_, base_, env_);
   if (!loaded.ok()) {
     cached_error_ = loaded.status();
     return loaded.status();

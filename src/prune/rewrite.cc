@@ -1,8 +1,5 @@
 // Rewriting tool results in place: the planned messages get a new content and
 // "prunedAt"; every other byte of the file is kept.
-#include <sys/stat.h>
-
-#include <chrono>
 #include <string>
 #include <unordered_map>
 
@@ -14,12 +11,6 @@
 
 namespace compactor {
 namespace {
-
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The message with content [{"type":"text","text":replacement}] at the
 // content's position and "prunedAt" appended, as oh-my-pi's in-place
@@ -49,7 +40,7 @@ std::string_view TrimRight(std::string_view s) {
 
 Result<std::string> ApplyRewrite(const Session& session, const RewritePlan& plan,
                                  const ApplyOptions& options) {
-  const int64_t now = options.now_ms ? options.now_ms() : SystemNowMs();
+  const int64_t now = EnvOrDefault(options.env)->NowMs();
   std::unordered_map<size_t, const ReplacedOutput*> by_entry;
   for (const ReplacedOutput& r : plan.outputs) {
     if (r.entry_index >= session.size())
@@ -121,24 +112,28 @@ Result<WriteRewrittenResult> WriteRewrittenSession(const Session& session, const
                                                    const WriteRewrittenOptions& options) {
   WriteRewrittenResult result;
   if (plan.outputs.empty()) return result;
-  COMPACTOR_ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(path));
-  const size_t size_read = bytes.size();
+  Env* env = EnvOrDefault(options.env);
+  COMPACTOR_ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(env, path));
   ApplyOptions apply;
-  apply.now_ms = options.now_ms;
+  apply.env = env;
   apply.original_text = std::string_view(bytes.data(), bytes.size());
   COMPACTOR_ASSIGN_OR_RETURN(std::string text, ApplyRewrite(session, plan, apply));
   // An agent appending while we worked would lose its entry to the rename.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || static_cast<size_t>(st.st_size) != size_read)
+  // (The full protocol, with the sidecar lock held across read and rename,
+  // belongs to the reliability work; this refuses instead.)
+  Result<FileInfo> now = env->Stat(path);
+  if (!now.ok() || !bytes.identity() || now->identity != *bytes.identity())
     return Status::FailedPrecondition(path +
                                       ": the file changed while it was rewritten; nothing written");
+  RewriteOptions rewrite = options.rewrite;
+  rewrite.env = env;
   if (options.output_path.empty() || options.output_path == path) {
-    COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(path, text, options.rewrite));
+    COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(path, text, rewrite));
     result.output_path = path;
     if (options.rewrite.keep_backup) result.backup_path = path + options.rewrite.backup_suffix;
   } else {
     COMPACTOR_RETURN_IF_ERROR(
-        WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak"}));
+        WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak", env}));
     result.output_path = options.output_path;
   }
   return result;

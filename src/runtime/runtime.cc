@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <set>
 #include <utility>
@@ -21,15 +20,6 @@ namespace compactor {
 
 namespace {
 
-class RealClock : public Clock {
- public:
-  int64_t NowMs() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
-};
-
 // Our own wording (omp's auto-continue is a developer message; a user message
 // is what every provider accepts).
 constexpr std::string_view kAutoContinueText =
@@ -44,11 +34,6 @@ struct Held {
 };
 
 }  // namespace
-
-std::shared_ptr<const Clock> SystemClock() {
-  static const std::shared_ptr<const Clock> clock = std::make_shared<RealClock>();
-  return clock;
-}
 
 std::string_view CompactionReasonName(CompactionReason reason) {
   switch (reason) {
@@ -68,7 +53,7 @@ std::string_view CompactionReasonName(CompactionReason reason) {
 
 struct Runtime::State {
   RuntimeOptions o;
-  std::shared_ptr<const Clock> clock;
+  Env* env = nullptr;  // never null once opened
 
   mutable std::mutex mu;
   std::string path;
@@ -142,7 +127,9 @@ struct Runtime::State {
 
   Result<std::shared_ptr<Session>> Load() {
     if (dirty || !session) {
-      COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, Session::Open(path));
+      LoadOptions load;
+      load.env = env;
+      COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, Session::Open(path, load));
       session = std::move(fresh);
       new_ids.clear();
       dirty = false;
@@ -188,7 +175,7 @@ struct Runtime::State {
   }
 
   Status WriteEntryLine(const std::string& id, const std::string& line) {
-    COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {line}));
+    COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {line}, AppendOptions{.env = env}));
     leaf = id;
     new_ids.push_back(id);
     dirty = true;
@@ -199,7 +186,7 @@ struct Runtime::State {
     COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
     // The cached session may predate our latest writes; their ids are passed
     // separately so no reload is needed per append.
-    return NewEntryId(*sess, new_ids);
+    return NewEntryId(*sess, new_ids, env);
   }
 
   // Writes one message entry as a child of the leaf.
@@ -207,7 +194,7 @@ struct Runtime::State {
     COMPACTOR_ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(message_json));
     COMPACTOR_ASSIGN_OR_RETURN(Message m, ParseMessage(canonical));
     COMPACTOR_ASSIGN_OR_RETURN(std::string id, NewId());
-    std::string line = MakeMessageEntry({id, leaf, FormatIsoTimestamp(clock->NowMs())}, canonical);
+    std::string line = MakeMessageEntry({id, leaf, FormatIsoTimestamp(env->NowMs())}, canonical);
     COMPACTOR_RETURN_IF_ERROR(WriteEntryLine(id, line));
     TrackToolCalls(m);
     if (parsed) *parsed = std::move(m);
@@ -286,7 +273,7 @@ struct Runtime::State {
       AppendJsString(line, leaf);
     }
     line += ",\"timestamp\":";
-    AppendJsString(line, FormatIsoTimestamp(clock->NowMs()));
+    AppendJsString(line, FormatIsoTimestamp(env->NowMs()));
     line += ",\"provider\":";
     AppendJsString(line, target.provider);
     line += ",\"modelId\":";
@@ -321,7 +308,7 @@ struct Runtime::State {
     e.tokens_before = tokens_before;
     Emit(e);
     WriteRewrittenOptions w;
-    w.now_ms = [c = clock] { return c->NowMs(); };
+    w.env = env;
     auto written = WriteRewrittenSession(*sess, path, plan, w);
     e.kind = RuntimeEvent::Kind::kCompactionEnd;
     if (!written.ok()) {
@@ -375,7 +362,7 @@ struct Runtime::State {
     if (!leaf.empty()) co.leaf_id = leaf;
     co.hooks = o.hooks;
     co.notes_path = o.notes_path;
-    co.now_ms = [c = clock] { return c->NowMs(); };
+    co.env = env;
     const std::string file = path;
 
     RuntimeEvent ev;
@@ -519,7 +506,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Open(RuntimeOptions options) {
   if (options.abort_on_manual_during_turn && !options.abort_turn)
     return Status::InvalidArgument("runtime: abort_on_manual_during_turn needs abort_turn");
   auto st = std::make_unique<State>();
-  st->clock = options.clock ? options.clock : SystemClock();
+  st->env = EnvOrDefault(options.env);
   st->path = options.session_path;
   st->o = std::move(options);
   COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, st->Load());
@@ -541,7 +528,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Open(RuntimeOptions options) {
       if (m.ok()) st->TrackToolCalls(*m);
     }
   }
-  st->last_activity_ms = st->clock->NowMs();
+  st->last_activity_ms = st->env->NowMs();
   return std::unique_ptr<Runtime>(new Runtime(std::move(st)));
 }
 
@@ -556,7 +543,7 @@ Result<std::string> Runtime::AppendMessage(std::string_view message_json) {
   Message m;
   COMPACTOR_ASSIGN_OR_RETURN(std::string id, s_->WriteMessage(message_json, &m));
   if (m.role == Role::kUser) s_->auto_continues = 0;
-  s_->last_activity_ms = s_->clock->NowMs();
+  s_->last_activity_ms = s_->env->NowMs();
   s_->Drain(lk);
   return id;
 }
@@ -597,7 +584,7 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
   }
   if (!st.in_turn) return Status::FailedPrecondition("AfterTurn without BeginTurn");
   st.in_turn = false;
-  st.last_activity_ms = st.clock->NowMs();
+  st.last_activity_ms = st.env->NowMs();
   auto parsed = ParseMessage(outcome.assistant_json);
   if (!parsed.ok()) return Status::InvalidArgument("AfterTurn: " + parsed.status().message());
   const Message& msg = *parsed;
@@ -739,7 +726,7 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
              (!st.o.has_open_work || st.o.has_open_work())) {
     std::string prompt = "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":";
     AppendJsString(prompt, kAutoContinueText);
-    prompt += "}],\"timestamp\":" + std::to_string(st.clock->NowMs()) + "}";
+    prompt += "}],\"timestamp\":" + std::to_string(st.env->NowMs()) + "}";
     COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(prompt, nullptr).status());
     ++st.auto_continues;
     action.kind = RuntimeAction::Kind::kContinue;
@@ -790,7 +777,7 @@ Result<RuntimeAction> Runtime::Tick() {
   State& st = *s_;
   RuntimeAction action;
   if (!st.idle_armed || st.in_turn || st.compacting) return action;
-  if (st.clock->NowMs() - st.last_activity_ms < st.o.idle_after_ms) return action;
+  if (st.env->NowMs() - st.last_activity_ms < st.o.idle_after_ms) return action;
   st.idle_armed = false;  // once per quiet period
   CompactionSettings s = st.Settings();
   if (!State::AutoEnabled(s) || !st.HasNewContent()) {

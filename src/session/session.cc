@@ -10,8 +10,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -667,7 +665,8 @@ Status Session::Impl::Load() {
   // entries, warnings and errors are those of a single pass.
   int threads = options.threads;
   if (threads <= 0) {
-    threads = size >= kParallelThreshold && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+    threads =
+        size >= kParallelThreshold && EnvOrDefault(options.env)->HardwareThreads() >= 2 ? 2 : 1;
   }
   std::vector<Chunk> chunks(1);
   chunks[0].first = true;
@@ -704,17 +703,19 @@ Status Session::Impl::Load() {
         crashed[k] = "unknown exception";
       }
     };
-    std::vector<std::thread> workers;
+    std::vector<std::unique_ptr<Thread>> workers;
     std::vector<size_t> here = {0};
     for (size_t k = 1; k < chunks.size(); ++k) {
-      try {
-        workers.emplace_back(run, k);
-      } catch (const std::system_error&) {
+      Result<std::unique_ptr<Thread>> t =
+          EnvOrDefault(options.env)->StartThread([&run, k] { run(k); });
+      if (t.ok()) {
+        workers.push_back(std::move(t).value());
+      } else {
         here.push_back(k);  // no thread to be had: read this range here
       }
     }
     for (size_t k : here) run(k);
-    for (std::thread& t : workers) t.join();
+    for (std::unique_ptr<Thread>& t : workers) t->Join();
     for (const std::string& why : crashed) {
       if (!why.empty()) return Status::Internal(path + ": indexing failed: " + why);
     }
@@ -907,7 +908,7 @@ Result<std::unique_ptr<Session>> Session::Open(const std::string& path,
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
-  COMPACTOR_ASSIGN_OR_RETURN(impl->file, internal::FileBytes::Open(path));
+  COMPACTOR_ASSIGN_OR_RETURN(impl->file, internal::FileBytes::Open(options.env, path));
   impl->data = impl->file.data();
   impl->size = impl->file.size();
   if (impl->size == 0) return Status::Corruption(path + ":1: empty file, not a pi session");

@@ -17,14 +17,15 @@ std::string Dir(const std::string& path) {
 
 // The new session's lines up to its first message: the header, then the old
 // context's model and thinking level so the new session continues with them.
-// *parent receives the id of the last entry written (empty: none).
+// *parent receives the id of the last entry written (empty: none). Entry ids
+// come from `env`.
 std::string SessionStart(const Session& session, const SessionContext& ctx,
-                         const SessionHeaderFields& header, std::vector<std::string>* ids,
+                         const SessionHeaderFields& header, Env* env, std::vector<std::string>* ids,
                          std::string* parent) {
   const std::string& ts = header.timestamp;
   std::string jsonl = MakeSessionHeader(header) + "\n";
   auto next_id = [&] {
-    std::string id = NewEntryId(session, *ids);
+    std::string id = NewEntryId(session, *ids, env);
     ids->push_back(id);
     return id;
   };
@@ -88,7 +89,7 @@ class Handoff final : public CompactionStrategy {
     }
     COMPACTOR_ASSIGN_OR_RETURN(bool below, SkipBelowThreshold(o, &r));
     if (below) return Status::Ok();
-    std::vector<Message> all = ParseAll({&ctx.messages});
+    std::vector<Message> all = ParseAll({&ctx.messages}, o.env);
     FileOps ops;
     ExtractFileOps(all, ops);
     FileLists lists = ComputeFileLists(ops);
@@ -106,7 +107,7 @@ class Handoff final : public CompactionStrategy {
 
     SessionHeaderFields h;
     h.timestamp = FormatIsoTimestamp(NowMs(o));
-    h.id = NewUuidV7();
+    h.id = NewUuidV7(o.env);
     h.cwd = session.header().cwd;
     h.parent_session = session.path();
     std::string file_ts = h.timestamp;
@@ -117,7 +118,7 @@ class Handoff final : public CompactionStrategy {
 
     std::vector<std::string> ids;
     std::string parent;
-    std::string jsonl = SessionStart(session, ctx, h, &ids, &parent);
+    std::string jsonl = SessionStart(session, ctx, h, o.env, &ids, &parent);
     std::string content = "<handoff-context>\n" + doc +
                           "\n</handoff-context>\n\nThis is the handoff document of the previous "
                           "session (" +
@@ -129,7 +130,7 @@ class Handoff final : public CompactionStrategy {
     std::string parent_session;
     AppendJsString(parent_session, session.path());
     cf.details_json = DetailsJson(lists, ",\"parentSession\":" + parent_session);
-    EntryBase base{NewEntryId(session, ids), parent, h.timestamp};
+    EntryBase base{NewEntryId(session, ids, o.env), parent, h.timestamp};
     r.entry_id = base.id;
     r.entry_json = MakeCustomMessageEntry(base, cf);
     jsonl += r.entry_json + "\n";

@@ -29,7 +29,7 @@ class Mask final : public CompactionStrategy {
     if (below) return Status::Ok();
     std::optional<size_t> leaf = o.leaf_id ? session.Find(*o.leaf_id) : session.Leaf();
     ApplyOptions apply;
-    apply.now_ms = [&o] { return NowMs(o); };
+    apply.env = o.env;
     COMPACTOR_ASSIGN_OR_RETURN(MaskResult m, MaskObservations(session, leaf, o.mask, apply));
     if (m.plan.outputs.empty()) {
       r.skipped_reason = m.plan.skipped_reason.empty() ? "nothing to mask" : m.plan.skipped_reason;

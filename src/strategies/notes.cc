@@ -5,7 +5,6 @@
 #include "compactor/estimate.h"
 #include "compactor/js_json.h"
 #include "compactor/strategy.h"
-#include "util/file.h"
 
 namespace compactor {
 namespace internal {
@@ -26,7 +25,7 @@ class Notes final : public CompactionStrategy {
     CompactionResult& r = out->result;
     if (o.notes_path.empty())
       return Status::InvalidArgument("the notes strategy needs a notes file (--notes FILE)");
-    COMPACTOR_ASSIGN_OR_RETURN(std::string notes, ReadFile(o.notes_path));
+    COMPACTOR_ASSIGN_OR_RETURN(std::string notes, EnvOrDefault(o.env)->ReadFile(o.notes_path));
     size_t b = notes.find_first_not_of(" \t\r\n");
     if (b == std::string::npos) {
       r.skipped_reason = "empty notes";

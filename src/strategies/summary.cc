@@ -2,7 +2,6 @@
 // preparation's cut, the history before it summarized (a split turn's prefix
 // separately, concurrently), and a plain pi compaction entry appended at the
 // leaf (docs/strategies.md).
-#include <future>
 #include <span>
 
 #include "compact/message_feed.h"
@@ -10,6 +9,7 @@
 #include "compactor/estimate.h"
 #include "compactor/js_json.h"
 #include "compactor/strategy.h"
+#include "util/background.h"
 
 namespace compactor {
 namespace internal {
@@ -26,7 +26,7 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
   // One vector for both: the compacting hooks see them together, the
   // summaries each see their own part. A summarizer that reads in order
   // starts while later messages are parsed.
-  MessageFeed feed({&prep.messages_to_summarize, &prep.turn_prefix_messages});
+  MessageFeed feed({&prep.messages_to_summarize, &prep.turn_prefix_messages}, o.env);
   const bool stream = summarizer.ReadsMessagesInOrder();
   if (stream) {
     feed.Start();
@@ -58,7 +58,7 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
     preq.max_output_tokens =
         DefaultMaxOutputTokens(SummaryKind::kTurnPrefix, o.settings.reserve_tokens);
     // The two summaries are independent: run the turn prefix concurrently.
-    auto prefix_future = std::async(std::launch::async, [&] { return summarizer.Summarize(preq); });
+    Background<Result<std::string>> prefix_task(o.env, [&] { return summarizer.Summarize(preq); });
     std::string history_text;
     Status history_status;
     if (history.empty() && req.previous_summary.empty()) {
@@ -72,7 +72,7 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
         history_status = h.status();
       }
     }
-    auto p = prefix_future.get();
+    Result<std::string> p = prefix_task.Get();
     COMPACTOR_RETURN_IF_ERROR(history_status);
     if (!p.ok()) return p.status();
     summary = MergeSplitTurnSummaries(history_text, *p);

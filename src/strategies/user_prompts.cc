@@ -177,10 +177,11 @@ struct CollectedContext {
 };
 
 // Summaries, markers, custom/extension messages and bash executions were
-// injected, not typed: they are summarized but not kept as prompts.
-CollectedContext Collect(const Session& session, const SessionContext& ctx) {
+// injected, not typed: they are summarized but not kept as prompts. Messages
+// are parsed with threads from `env`.
+CollectedContext Collect(const Session& session, const SessionContext& ctx, Env* env) {
   CollectedContext c;
-  MessageFeed feed({&ctx.messages});
+  MessageFeed feed({&ctx.messages}, env);
   feed.ParseAll();
   std::vector<Message> parsed = feed.TakeMessages();
   for (size_t i = 0; i < ctx.messages.size(); ++i) {
@@ -325,7 +326,7 @@ class UserPrompts final : public CompactionStrategy {
     }
     COMPACTOR_ASSIGN_OR_RETURN(bool below, SkipBelowThreshold(o, &r));
     if (below) return Status::Ok();
-    CollectedContext c = Collect(session, ctx);
+    CollectedContext c = Collect(session, ctx, o.env);
     FileOps ops;
     ExtractFileOps(c.to_summarize, ops);
     FileLists lists = ComputeFileLists(ops);

@@ -9,6 +9,8 @@
 #include <map>
 #include <string>
 
+#include "compactor/mem_env.h"
+
 namespace compactor {
 namespace {
 
@@ -192,78 +194,80 @@ TEST(ParseSettingsJsonTest, NameErrorsAreWordForWord) {
   EXPECT_EQ(ValidateSettings(bad).message(), "unknown strategy \"magic\"");
 }
 
-// An in-memory file system whose files the test edits between checks.
-class FakeFs : public SettingsFileSystem {
- public:
-  void Write(const std::string& path, std::string contents) {
-    auto& f = files_[path];
-    f.contents = std::move(contents);
-    f.stamp.exists = true;
-    f.stamp.size = static_cast<int64_t>(f.contents.size());
-    f.stamp.mtime_ns = ++clock_;
+// The settings file lives in a MemEnv; the test edits it between checks.
+struct MemSettings {
+  std::unique_ptr<MemEnv> env = NewMemEnv();
+  // A new version of the file: the clock moves, so the mtime changes too.
+  void Write(const std::string& path, const std::string& contents) {
+    env->AdvanceMs(1);
+    env->SetFile(path, contents);
   }
-  // Rewrites the contents without changing size or mtime (a change the stamp cannot see).
-  void Sneak(const std::string& path, std::string contents) { files_[path].contents = contents; }
-  void Remove(const std::string& path) { files_.erase(path); }
-  Result<FileStamp> Stat(const std::string& path) override {
-    ++stats;
-    auto it = files_.find(path);
-    return it == files_.end() ? FileStamp{} : it->second.stamp;
-  }
-  Result<std::string> ReadFile(const std::string& path) override {
-    ++reads;
-    auto it = files_.find(path);
-    if (it == files_.end()) return Status::NotFound(path);
-    return it->second.contents;
-  }
-  int stats = 0, reads = 0;
-
- private:
-  struct File {
-    std::string contents;
-    FileStamp stamp;
-  };
-  std::map<std::string, File> files_;
-  int64_t clock_ = 0;
+  // Rewrites the contents in place at the same instant and size: an edit the
+  // file's identity cannot show.
+  void Sneak(const std::string& path, const std::string& contents) { env->SetFile(path, contents); }
 };
 
 TEST(SettingsSourceTest, RereadsOnlyWhenTheFileChanges) {
-  auto fs = std::make_shared<FakeFs>();
-  fs->Write("/s.json", R"({"reserveTokens": 1000})");
-  SettingsSource source("/s.json", {}, fs);
+  MemSettings fs;
+  fs.Write("/s.json", R"({"reserveTokens": 1000})");
+  SettingsSource source("/s.json", {}, fs.env.get());
   auto a = source.Get();
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->reserve_tokens, 1000);
   ASSERT_TRUE(source.Get().ok());
-  EXPECT_EQ(fs->reads, 1);
-  EXPECT_EQ(fs->stats, 2);
-  fs->Sneak("/s.json", R"({"reserveTokens": 2000})");
-  EXPECT_EQ(source.Get()->reserve_tokens, 1000);  // same stamp: not re-read
-  fs->Write("/s.json", R"({"reserveTokens": 3000})");
+  EXPECT_EQ(fs.env->Counters().reads, 1);
+  EXPECT_EQ(fs.env->Counters().stats, 2);
+  fs.Sneak("/s.json", R"({"reserveTokens": 2000})");
+  EXPECT_EQ(source.Get()->reserve_tokens, 1000);  // same identity: not re-read
+  fs.Write("/s.json", R"({"reserveTokens": 3000})");
   EXPECT_EQ(source.Get()->reserve_tokens, 3000);
   EXPECT_EQ(source.reload_count(), 2);
 }
 
 TEST(SettingsSourceTest, ABrokenEditIsReportedUntilFixed) {
-  auto fs = std::make_shared<FakeFs>();
-  fs->Write("/s.json", R"({"keepRecentTokens": 5000})");
-  SettingsSource source("/s.json", {}, fs);
+  MemSettings fs;
+  fs.Write("/s.json", R"({"keepRecentTokens": 5000})");
+  SettingsSource source("/s.json", {}, fs.env.get());
   ASSERT_TRUE(source.Get().ok());
-  fs->Write("/s.json", R"({"keepRecentTokens": "lots"})");
+  fs.Write("/s.json", R"({"keepRecentTokens": "lots"})");
   auto bad = source.Get();
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("/s.json"));
   EXPECT_FALSE(source.Get().ok());  // still broken, cached
   EXPECT_EQ(source.last_good().keep_recent_tokens, 5000);
-  fs->Write("/s.json", R"({"keepRecentTokens": 6000, "oops": 1})");
+  fs.Write("/s.json", R"({"keepRecentTokens": 6000, "oops": 1})");
   auto fixed = source.Get();
   ASSERT_TRUE(fixed.ok());
   EXPECT_EQ(fixed->keep_recent_tokens, 6000);
   ASSERT_EQ(source.warnings().size(), 1u);
-  fs->Remove("/s.json");
+  ASSERT_TRUE(fs.env->RemoveFile("/s.json").ok());
   auto gone = source.Get();
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
+}
+
+// A file replaced by a rename (how editors and WriteFileAtomic save) is a new
+// inode: re-read even when size and mtime happen to match.
+TEST(SettingsSourceTest, AReplacedFileIsReread) {
+  MemSettings fs;
+  fs.Write("/s.json", R"({"reserveTokens": 1000})");
+  SettingsSource source("/s.json", {}, fs.env.get());
+  ASSERT_EQ(source.Get()->reserve_tokens, 1000);
+  ASSERT_TRUE(fs.env->ReplaceFile("/s.json", R"({"reserveTokens": 2000})").ok());
+  EXPECT_EQ(source.Get()->reserve_tokens, 2000);
+}
+
+TEST(SettingsSourceTest, ADirectoryIsAnError) {
+  MemSettings fs;
+  ASSERT_TRUE(fs.env->CreateDirs("/d").ok());
+  SettingsSource source("/d", {}, fs.env.get());
+  auto r = source.Get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_THAT(r.status().message(), HasSubstr("settings file /d: is a directory"));
+  auto loaded = LoadSettingsFile("/missing.json", {}, fs.env.get());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(loaded.status().message(), HasSubstr("settings file /missing.json: not found"));
 }
 
 TEST(SettingsSourceTest, WithoutAPathReturnsTheBase) {

@@ -10,6 +10,7 @@
 
 #include "compactor/compact.h"
 #include "compactor/context.h"
+#include "compactor/mem_env.h"
 #include "compactor/session.h"
 #include "support/fake_llm_server.h"
 #include "support/test_util.h"
@@ -285,9 +286,8 @@ class RemoteCompactionHookTest : public ::testing::Test {
     RemoteCompactionOptions ro;
     ro.model = Model("openai-responses", server.base_url() + base_suffix);
     ro.model.api_key_env = key_env;
-    ro.call.get_env = [this](const std::string&) {
-      return key.empty() ? std::nullopt : std::optional<std::string>(key);
-    };
+    if (!key.empty() && !key_env.empty()) vars->SetEnvVar(key_env, key);
+    ro.call.env = vars.get();  // the key's variable; retries wait no real time
     ro.on_error = [this](const Status& s) { errors.push_back(s); };
     hooks.OnCompacting(RemoteCompactionHook(ro));
     co.hooks = &hooks;
@@ -296,6 +296,7 @@ class RemoteCompactionHookTest : public ::testing::Test {
   FakeLlmServer server;
   TempDir dir;
   std::string key = "sk-test-123";  // what the key's variable holds; empty = unset
+  std::unique_ptr<MemEnv> vars = NewMemEnv();
   std::vector<Status> errors;
   CompactionHooks hooks;
   CompactOptions co;

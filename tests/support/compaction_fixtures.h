@@ -10,6 +10,7 @@
 #include "compactor/compact.h"
 #include "compactor/entries.h"
 #include "compactor/summarizer.h"
+#include "support/test_util.h"
 
 namespace compactor::testing {
 
@@ -61,12 +62,14 @@ inline std::string MakeSession(int turns, int chars) {
   return text;
 }
 
-// Options with a fixed clock and a 2000-token keep budget.
+// Options with a 2000-token keep budget on real files (these tests check what
+// lands on disk) with a fixed clock.
 inline CompactOptions Options(const Summarizer* s) {
   CompactOptions o;
   o.summarizer = s;
   o.settings.keep_recent_tokens = 2000;
-  o.now_ms = [] { return int64_t{1767225600000}; };
+  static FixedClockEnv clock(1767225600000);
+  o.env = &clock;
   return o;
 }
 

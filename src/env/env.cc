@@ -1,0 +1,47 @@
+#include "compactor/env.h"
+
+#include <cstring>
+
+#include "env/env_util.h"
+
+namespace compactor {
+
+Env::~Env() = default;
+
+void MappedFile::Release(size_t /*offset*/, size_t /*len*/) const {}
+
+namespace internal {
+
+Status ErrnoStatus(const std::string& path, std::string_view what, int error) {
+  if (error == ENOENT) {
+    return Status::NotFound(path + ": no such file" +
+                            (what.empty() ? std::string() : " (" + std::string(what) + ")"));
+  }
+  std::string m = path + ": ";
+  if (!what.empty()) {
+    m += what;
+    m += ": ";
+  }
+  m += std::strerror(error);
+  return Status::IoError(std::move(m));
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string TempNameFor(const std::string& path, uint64_t random) {
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string name = path + ".tmp-";
+  for (int i = 0; i < 6; ++i) {
+    name.push_back(kChars[random % 62]);
+    random /= 62;
+  }
+  return name;
+}
+
+}  // namespace internal
+}  // namespace compactor
