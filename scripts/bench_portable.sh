@@ -13,12 +13,15 @@
 #    `plan FILE --json`, `tokens FILE --json` and `tokens FILE --tokenizer
 #    o200k --json` on the two 50 MB sessions (FILES), stdout to /dev/null; the
 #    two binaries alternate, ROUNDS rounds of hyperfine --runs 3 each; the
-#    table gives the median over all runs of wall time and of CPU time
-#    (user + sys);
-# 2. in process: session_bench (Session::Open + context) and tokenizer_bench
-#    (count-only throughput), alternating, ROUNDS runs each, medians.
+#    table gives the median over all runs of wall time, and the median over
+#    the rounds of the mean CPU time (user + sys) of a round's runs;
+# 2. in process: session_bench (Session::Open, with the context, on one
+#    thread; and simdjson's DOM parse_many as a control, which the shared
+#    library dispatches at run time in both builds) and tokenizer_bench
+#    (count-only throughput and the pre-tokenizer alone), alternating, ROUNDS
+#    runs each, medians.
 #
-# Environment: NAMES (default "native portable": the column names, e.g.
+# Environment: PARTS (default "whole inprocess": which of 1. and 2. to run), NAMES (default "native portable": the column names, e.g.
 # "before after" to compare two native builds), FILES (default /work/bench/big.jsonl /work/bench/bigc.jsonl),
 # CORPUS (tokenizer corpus dir, default PORTABLE_BUILD/bench-corpus, written
 # when missing), COMPACTOR_FORCE_KERNEL (passed through: pin the portable
@@ -38,7 +41,10 @@ trap 'rm -rf "$out"' EXIT
 
 echo "load average: $(cut -d" " -f1-3 /proc/loadavg); $name_a: $("$native/compactor" --version | tail -n 1); $name_b: $("$portable/compactor" --version | tail -n 1)"
 
+parts=${PARTS:-whole inprocess}
+
 # ---- 1. whole process
+if [[ $parts == *whole* ]]; then
 commands=()
 for f in $files; do
   for c in "context $f --json" "stats $f --json" "plan $f --json" "tokens $f --json" \
@@ -62,7 +68,9 @@ for (let i = 0; i < +n; i++) {
   const t = { a: { wall: [], cpu: [] }, b: { wall: [], cpu: [] } };
   for (let r = 0; r < +rounds; r++) {
     for (const res of JSON.parse(fs.readFileSync(`${dir}/w.${i}.${r}.json`)).results) {
-      res.times.forEach((w, k) => { t[res.command].wall.push(w * 1e3); t[res.command].cpu.push((res.user[k] + res.system[k]) * 1e3); });
+      // hyperfine gives wall time per run, CPU time (user + sys) per command as a mean.
+      res.times.forEach((w) => t[res.command].wall.push(w * 1e3));
+      t[res.command].cpu.push((res.user + res.system) * 1e3);
     }
   }
   const f = (x) => x.toFixed(1) + ' ms';
@@ -70,16 +78,19 @@ for (let i = 0; i < +n; i++) {
   console.log(`| \`${cmds[i].replace(/\/\S*\//, '')}\` | ${f(nw)} | ${f(pw)} | ${(pw / nw).toFixed(3)} | ${f(nc)} | ${f(pc)} | ${(pc / nc).toFixed(3)} |`);
 }
 JS
+fi
 
 # ---- 2. in process
-[ -d "$corpus" ] || "$portable/tokenizer_bench" --write-corpus "$corpus" >/dev/null
+[[ $parts == *inprocess* ]] || exit 0
+[ -d "$corpus" ] || { mkdir -p "$corpus" && "$portable/tokenizer_bench" --write-corpus "$corpus" >/dev/null; }
 for ((r = 0; r < rounds; r++)); do
   for b in native portable; do
     dir=$native
     [ $b = portable ] && dir=$portable
     for f in $files; do
-      "$dir/session_bench" --session="$f" --benchmark_filter='BM_SessionOpen$|BM_SessionOpenAndContext$|BM_SessionOpenAndContextOneThread' \
-        --benchmark_format=json 2>/dev/null >"$out/s.$b.$(basename "$f").$r.json"
+      "$dir/session_bench" --session="$f" \
+        --benchmark_filter='BM_SimdjsonParseManyInMemory|BM_SessionOpen/|BM_SessionOpenAndContext/|OneThread' \
+        --benchmark_out="$out/s.$b.$(basename "$f").$r.json" --benchmark_out_format=json >/dev/null 2>&1
     done
     "$dir/tokenizer_bench" --corpus "$corpus" --repeat 3 >"$out/t.$b.$r.jsonl" 2>/dev/null || true
   done
