@@ -1,5 +1,9 @@
 #include "util/kernel.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <optional>
 #include <string>
@@ -47,11 +51,16 @@ const KernelTable kBaseline = {"fallback", nullptr, nullptr, nullptr};
 // Whether the CPU (and the OS, which must save the wider registers) runs the
 // instructions a kernel is compiled for: exactly the -m flags CMakeLists.txt
 // gives it, so the compiler may use any of them.
+#if defined(__x86_64__)
 bool CpuRunsHaswell() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+  // LZCNT (AMD's ABM) has no name for __builtin_cpu_supports in every
+  // compiler: CPUID leaf 0x80000001, ECX bit 5.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool lzcnt = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 5)) != 0;
+  return lzcnt && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("pclmul") &&
-         __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("lzcnt");
+         __builtin_cpu_supports("popcnt");
 }
 
 bool CpuRunsIcelake() {
@@ -60,6 +69,10 @@ bool CpuRunsIcelake() {
          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
 }
+#else
+bool CpuRunsHaswell() { return false; }
+bool CpuRunsIcelake() { return false; }
+#endif
 
 const KernelTable* Find(std::string_view name) {
   for (const KernelTable* k : CompiledKernels())
