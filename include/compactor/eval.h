@@ -159,8 +159,9 @@ Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int cou
 FactFile ExtractFacts(const Session& session);
 
 // ---------------------------------------------------------------------------
-// Probe questions for an LLM judge (Factory's four probe types,
-// quality-evaluation.md section 2). String matching cannot tell whether an
+// Probe questions for an LLM judge (the four probe types of Factory's
+// compression evaluation: recall, artifact, continuation, decision;
+// docs/quality.md). String matching cannot tell whether an
 // error's fix status or a decision's reasoning survived in other words; a
 // judge model answers these from the rebuilt context and grades the answer.
 

@@ -17,7 +17,7 @@
 
 namespace compactor {
 
-// Tool-output pruning (oh-my-pi's pruneToolOutputs semantics, compaction-algorithms.md B3).
+// Tool-output pruning (oh-my-pi's pruneToolOutputs semantics; docs/strategies.md).
 struct PruningSettings {
   // Off by default: pi has no built-in pruning, and pruning changes what the model sees.
   bool enabled = false;

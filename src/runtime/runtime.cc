@@ -346,7 +346,7 @@ struct Runtime::State {
       compacting = false;
       return strategy.status();
     }
-    // A handoff would resend the overflowing input (omp B5): overflow and
+    // A handoff would resend the overflowing input (oh-my-pi's rule): overflow and
     // incomplete recovery always summarize.
     if (*strategy == Strategy::kHandoff &&
         (reason == CompactionReason::kOverflow || reason == CompactionReason::kIncomplete))
