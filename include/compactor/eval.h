@@ -156,7 +156,9 @@ Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int cou
 // ---------------------------------------------------------------------------
 // Extraction from real sessions (rules in docs/quality.md)
 
-FactFile ExtractFacts(const Session& session);
+// The probe facts of a session that has no fact file, taken by rule from its
+// current context: what the eval then checks the compacted context for.
+FactFile ExtractProbeFacts(const Session& session);
 
 // ---------------------------------------------------------------------------
 // Probe questions for an LLM judge (the four probe types of Factory's

@@ -132,7 +132,7 @@ struct Call {
 
 }  // namespace
 
-FactFile ExtractFacts(const Session& session) {
+FactFile ExtractProbeFacts(const Session& session) {
   FactFile out;
   out.session = session.path();
   out.source = "extracted";

@@ -1283,9 +1283,9 @@ void ApplySupersessionPairwise(std::vector<Statement*>& timeline) {
   }
 }
 
-Result<Facts> ExtractFacts(std::span<const Message> messages,
-                           const std::function<bool()>& is_cancelled,
-                           const std::function<void(size_t)>& wait_for_messages) {
+Result<Facts> ExtractSummaryFacts(std::span<const Message> messages,
+                                  const std::function<bool()>& is_cancelled,
+                                  const std::function<void(size_t)>& wait_for_messages) {
   Extractor extractor;
   return extractor.Run(messages, is_cancelled, wait_for_messages);
 }

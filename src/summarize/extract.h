@@ -93,11 +93,14 @@ struct Facts {
   std::string last_assistant_error;  // stop reason "error" on the last assistant
 };
 
-// Runs the extraction. `is_cancelled` is polled every few hundred messages;
+// Collects from the messages to summarize what the offline summary states
+// (goals, constraints, decisions, files, commands, errors, plan). Not the
+// eval's probe facts (ExtractProbeFacts in compactor/eval.h), which come from a
+// whole session. `is_cancelled` is polled every few hundred messages;
 // `wait_for_messages(n)`, when set, is called before messages[n - 1] is read.
-Result<Facts> ExtractFacts(std::span<const Message> messages,
-                           const std::function<bool()>& is_cancelled,
-                           const std::function<void(size_t)>& wait_for_messages = nullptr);
+Result<Facts> ExtractSummaryFacts(std::span<const Message> messages,
+                                  const std::function<bool()>& is_cancelled,
+                                  const std::function<void(size_t)>& wait_for_messages = nullptr);
 
 // Revised statements: marks earlier statements superseded by later ones (the
 // later one wins). Applied within and across the constraint and decision lists.

@@ -892,7 +892,7 @@ class OfflineSummarizer : public Summarizer {
     std::function<void(size_t)> wait;
     if (request.wait_for_messages) wait = [&request](size_t n) { AwaitMessages(request, n); };
     COMPACTOR_ASSIGN_OR_RETURN(
-        Facts facts, summarize::ExtractFacts(request.messages, request.is_cancelled, wait));
+        Facts facts, summarize::ExtractSummaryFacts(request.messages, request.is_cancelled, wait));
     if (request.is_cancelled && request.is_cancelled()) {
       return Status::Cancelled("summarization cancelled");
     }
