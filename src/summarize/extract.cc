@@ -780,14 +780,17 @@ class Extractor {
     std::string file_path;
     // One scan of the arguments (they can hold a whole file) for both fields.
     ForEachJsonEntry(b.arguments_json, [&](std::string_view key, std::string_view value) {
-      if (value.size() < 2 || value.front() != '"') return;
+      std::string* field = nullptr;
       if (key == "path") {
-        call.path = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &call.path;
       } else if (key == "file_path") {
-        file_path = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &file_path;
       } else if (key == "command" && b.tool_name == "bash") {
-        call.command = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &call.command;
       }
+      if (field == nullptr) return;
+      // A later duplicate that is not a string leaves the earlier value.
+      if (std::optional<std::string> text = JsonStringValue(value)) *field = std::move(*text);
     });
     if (call.path.empty()) call.path = std::move(file_path);
     if (!call.path.empty() &&
