@@ -617,12 +617,10 @@ class Extractor {
       std::string ls = Lower(s);
       uint32_t cues = Cues().Match(ls);
       if (IsConstraintSentence(s, ls, cues)) {
-        facts_.constraints.push_back(
-            Statement{order, OneLine(s, kSentenceMax), "", false, false, 0});
+        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 0});
       }
       if (!is_first && (cues & kBitGoal) && s.back() != '?') {
-        facts_.goal_statements.push_back(
-            Statement{order, OneLine(s, kSentenceMax), "", false, false, 2});
+        facts_.goal_statements.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 2});
       }
       MaybeDecision(s, ls, cues, order, nullptr);
       if ((cues & kBitUserPlan) && s.back() != '?') {

@@ -25,7 +25,6 @@ struct Statement {
   int64_t order = 0;   // message index (previous-summary items are negative)
   std::string text;    // one line, clipped
   std::string reason;  // decisions: the rationale ("" when none was stated)
-  bool from_previous = false;
   bool superseded = false;
   // What it is (0 constraint, 1 decision, 2 goal): similarity only retires
   // statements of the same kind; an explicit "instead of" crosses kinds.
