@@ -14,9 +14,17 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // Text wrappers agents inject as user messages; they are context, not history.
+// Both spellings of the environment block: oh-my-pi filters the hyphenated
+// one, Codex CLI sends `<environment_context>`.
 constexpr std::string_view kContextWrappers[] = {
-    "<system-reminder>",    "# AGENTS.md instructions", "<environment-context>",   "<skill>",
-    "<user-shell-command>", "<turn-aborted>",           "<subagent-notification>",
+    "<system-reminder>",
+    "# AGENTS.md instructions",
+    "<environment-context>",
+    "<environment_context>",
+    "<skill>",
+    "<user-shell-command>",
+    "<turn-aborted>",
+    "<subagent-notification>",
 };
 
 bool IsContextWrapper(std::string_view text) {
