@@ -86,12 +86,22 @@ Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
   }
   if (args.keep_recent_tokens) s.keep_recent_tokens = *args.keep_recent_tokens;
   if (args.reserve_tokens) s.reserve_tokens = *args.reserve_tokens;
-  if (!args.keep_policy.empty()) s.keep_policy = args.keep_policy;
   if (args.keep_turns) s.keep_turns = *args.keep_turns;
   if (args.keep_messages) s.keep_messages = *args.keep_messages;
   if (args.context_window) s.context_window = *args.context_window;
-  if (!args.tokenizer.empty()) s.tokenizer = args.tokenizer;
   COMPACTOR_RETURN_IF_ERROR(ValidateSettings(s));
+  // The names are parsed after the numbers are checked, tokenizer first (the
+  // order of the messages a bad command line gets).
+  if (!args.tokenizer.empty()) {
+    COMPACTOR_ASSIGN_OR_RETURN(s.tokenizer, ParseTokenizerSetting(args.tokenizer));
+  }
+  if (!args.keep_policy.empty()) {
+    Result<KeepPolicy> policy = ParseKeepPolicy(args.keep_policy);
+    if (!policy.ok()) {
+      return Status::InvalidArgument(fmt::format("unknown keep policy \"{}\"", args.keep_policy));
+    }
+    s.keep_policy = *policy;
+  }
   return s;
 }
 
@@ -122,12 +132,12 @@ Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
 }
 
 Result<SessionWithContext> LoadWithContext(const SessionArgs& args, const std::string& leaf,
-                                           bool expand) {
+                                           const CompactionExpander* expander) {
   SessionWithContext out;
   COMPACTOR_ASSIGN_OR_RETURN(out.session, LoadSession(args));
   ContextOptions options;
   if (!leaf.empty()) options.leaf_id = leaf;
-  options.expand_compactions = expand;
+  options.expander = expander;
   COMPACTOR_ASSIGN_OR_RETURN(out.context, BuildSessionContext(*out.session, options));
   return out;
 }

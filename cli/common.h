@@ -46,13 +46,14 @@ void AddRewriteArgs(CLI::App* cmd, int64_t* grace_ms);
 // Shows progress on a terminal for large files.
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args);
 
-// A loaded session with the context at `leaf` (empty = the file's leaf).
+// A loaded session with the context at `leaf` (empty = the file's leaf),
+// built through `expander` (nullptr: pi's view).
 struct SessionWithContext {
   std::unique_ptr<Session> session;
   SessionContext context;
 };
 Result<SessionWithContext> LoadWithContext(const SessionArgs& args, const std::string& leaf,
-                                           bool expand = false);
+                                           const CompactionExpander* expander = nullptr);
 
 // Compaction settings: a settings file plus per-option overrides.
 struct SettingsArgs {

@@ -213,9 +213,9 @@ std::unique_ptr<ProbeJudge> NewLlmProbeJudge(std::vector<ModelConfig> candidates
 // Runner
 
 struct EvalConfig {
-  // nullopt = no compaction (the ceiling).
-  std::optional<Strategy> strategy;
-  CompactOptions compact;  // strategy, dry_run and notes_path are set by the runner
+  // nullptr = no compaction (the ceiling). Not owned (strategy.h).
+  const CompactionStrategy* strategy = nullptr;
+  CompactOptions compact;  // strategy, dry_run and only_if_needed are set by the runner
   // Display name of the summarizer ("offline", ...).
   std::string summarizer_name = "offline";
   // Optional: grade MakeProbeQuestions with this judge (nullptr = string rules only).

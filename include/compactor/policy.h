@@ -18,15 +18,7 @@
 
 namespace compactor {
 
-enum class TriggerPreset {
-  kPi,        // tokens > window - reserveTokens
-  kOmp,       // tokens > window - max(floor(15% of window), reserveTokens); overrides
-  kKimi,      // tokens >= 0.85 x window, or within 50,000 of it
-  kCodex,     // tokens >= floor(0.9 x window); a configured limit may only lower it
-  kOpencode,  // tokens >= window - min(20,000, max output tokens capped at 32,000)
-  kNexus,     // tokens > window - max(window / 5, 10,000)
-  kNominal,   // tokens >= 100,000 (the window does not matter)
-};
+// TriggerPreset (the presets and their rules) is declared in settings.h.
 
 std::string_view TriggerPresetName(TriggerPreset preset);
 // "pi", "omp", "kimi", "codex", "opencode", "nexus", "nominal"; anything else
@@ -82,7 +74,7 @@ struct TriggerDecision {
 Result<TriggerDecision> ShouldCompact(double tokens, int64_t window,
                                       const CompactionSettings& settings, TriggerPreset preset,
                                       const TriggerModelInfo& model = {});
-// Same, with the preset named by settings.trigger.
+// Same, with settings.trigger.
 Result<TriggerDecision> ShouldCompact(double tokens, int64_t window,
                                       const CompactionSettings& settings,
                                       const TriggerModelInfo& model = {});

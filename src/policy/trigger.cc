@@ -234,8 +234,7 @@ Result<TriggerDecision> ShouldCompact(double tokens, int64_t window, const Compa
 
 Result<TriggerDecision> ShouldCompact(double tokens, int64_t window, const CompactionSettings& s,
                                       const TriggerModelInfo& model) {
-  COMPACTOR_ASSIGN_OR_RETURN(TriggerPreset preset, ParseTriggerPreset(s.trigger));
-  return ShouldCompact(tokens, window, s, preset, model);
+  return ShouldCompact(tokens, window, s, s.trigger, model);
 }
 
 }  // namespace compactor

@@ -13,6 +13,7 @@
 #include "compactor/overflow.h"
 #include "compactor/policy.h"
 #include "compactor/prune.h"
+#include "compactor/strategy.h"
 #include "compactor/writer.h"
 
 namespace compactor {
@@ -140,7 +141,7 @@ struct Runtime::State {
     COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
     ContextOptions co;
     if (!leaf.empty()) co.leaf_id = leaf;
-    co.expand_compactions = true;
+    co.expander = StrategyExpander();
     COMPACTOR_ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(*sess, co));
     return EstimateCurrentContextTokens(*sess, ctx, o.counter).tokens;
   }
@@ -154,7 +155,7 @@ struct Runtime::State {
     }
     ContextOptions co;
     if (!leaf.empty()) co.leaf_id = leaf;
-    co.expand_compactions = true;
+    co.expander = StrategyExpander();
     auto ctx = BuildSessionContext(**sess, co);
     if (!ctx.ok()) {
       Warn("rebuilding the context: " + ctx.status().message());
@@ -340,18 +341,22 @@ struct Runtime::State {
     idle_armed = false;
     CompactOptions co;
     co.settings = settings;
-    std::string strategy_name = settings.strategy == "off" ? "summary" : settings.strategy;
-    auto strategy = ParseStrategy(strategy_name);
-    if (!strategy.ok()) {
-      compacting = false;
-      return strategy.status();
+    const CompactionStrategy* strategy = &DefaultStrategy();
+    if (settings.strategy != "off") {
+      auto named = ParseStrategy(settings.strategy);
+      if (!named.ok()) {
+        compacting = false;
+        return named.status();
+      }
+      strategy = *named;
     }
-    // A handoff would resend the overflowing input (omp B5): overflow and
-    // incomplete recovery always summarize.
-    if (*strategy == Strategy::kHandoff &&
+    // A strategy that starts a new session (handoff) would resend the
+    // overflowing input (omp B5): overflow and incomplete recovery always use
+    // the default strategy.
+    if (strategy->output() == CompactionOutput::kNewSession &&
         (reason == CompactionReason::kOverflow || reason == CompactionReason::kIncomplete))
-      *strategy = Strategy::kSummary;
-    co.strategy = *strategy;
+      strategy = &DefaultStrategy();
+    co.strategy = strategy;
     co.summarizer = o.summarizer;
     co.instructions = std::move(instructions);
     if (!leaf.empty()) co.leaf_id = leaf;
@@ -363,8 +368,8 @@ struct Runtime::State {
     RuntimeEvent ev;
     ev.kind = RuntimeEvent::Kind::kCompactionStart;
     ev.reason = reason;
-    ev.action = *strategy == Strategy::kHandoff ? "handoff" : "compact";
-    ev.strategy = std::string(StrategyName(*strategy));
+    ev.action = strategy->output() == CompactionOutput::kNewSession ? "handoff" : "compact";
+    ev.strategy = std::string(strategy->name());
     ev.tokens_before = tokens_before;
     ev.will_retry = will_retry;
     Emit(ev);
@@ -382,7 +387,8 @@ struct Runtime::State {
     } else {
       out.result = *r;
       if (r->compacted) {
-        if (r->strategy == Strategy::kHandoff && !r->output_path.empty()) path = r->output_path;
+        if (r->output == CompactionOutput::kNewSession && !r->output_path.empty())
+          path = r->output_path;
         dirty = true;
         auto sess = Load();
         if (sess.ok()) {

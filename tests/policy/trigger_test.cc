@@ -277,13 +277,13 @@ TEST(ShouldCompactTest, OverridesApplyToPiWithItsComparison) {
 
 TEST(ShouldCompactTest, PresetFromSettings) {
   CompactionSettings s;
-  s.trigger = "nexus";
+  s.trigger = TriggerPreset::kNexus;
   auto d = ShouldCompact(160001, 200000, s);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->preset, TriggerPreset::kNexus);
   EXPECT_TRUE(d->compact);
-  s.trigger = "bogus";
-  EXPECT_FALSE(ShouldCompact(1, 200000, s).ok());
+  // An unknown name can no longer reach the settings: it fails where it is parsed.
+  EXPECT_EQ(ParseTriggerPreset("bogus").status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ShouldCompactTest, NanNeverFires) {
