@@ -139,7 +139,7 @@ int Run(const EvalArgs& a) {
       if (!f.ok()) return Fail(f.status());
       facts = std::move(*f);
     } else {
-      facts = ExtractFacts(**session);
+      facts = ExtractProbeFacts(**session);
     }
     if (a.print_facts) {
       Print(FactFileToJson(facts));

@@ -1,5 +1,5 @@
 // Rebuilding the context the model sees, exactly as pi 0.73.1's
-// buildSessionContext (pi-session-format.md §9).
+// buildSessionContext (docs/session-format.md).
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_
 
@@ -95,7 +95,7 @@ struct ContextOptions {
 Result<SessionContext> BuildSessionContext(const Session& session,
                                            const ContextOptions& options = {});
 
-// The message an entry stands for (pi-session-format.md §8), compaction
+// The message an entry stands for (pi's entry-to-message mapping), compaction
 // entries included (as their compactionSummary message): what branch
 // summarization feeds the summarizer. nullopt for entries that stand for no
 // message (settings, labels, custom state, empty branch summaries).

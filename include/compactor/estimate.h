@@ -1,5 +1,6 @@
 // pi's token estimate: ceil(UTF-16 code units / 4) per message, with pi's
-// per-role rules (pi-session-format.md §11). This is the default token count
+// per-role rules (pi 0.73.1's estimateTokens; docs/session-format.md). This is
+// the default token count
 // everywhere; exact tokenizers live in tokenizer.h.
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_ESTIMATE_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_ESTIMATE_H_

@@ -1,6 +1,7 @@
 // When to compact: the trigger rules of pi and of the other designs Compactor
 // covers, as named presets that reproduce each anchor's threshold exactly
-// (compaction-algorithms.md A2, B2, C1, C2, D, E, G; docs/settings.md).
+// (pi, oh-my-pi, Kimi Code, Codex CLI, OpenCode, Nexus and Nominal Code;
+// docs/settings.md gives each preset's rule).
 //
 // Every preset answers one question: given the context size (in the preset's
 // own token measure) and the model's window, is it time to compact? A window

@@ -1,5 +1,6 @@
 // Preparing a compaction: which part of the active branch is summarized and
-// which is kept verbatim (compaction-algorithms.md A3, A4, D, E, G).
+// which is kept verbatim (pi 0.73.1's findCutPoint and prepareCompaction, and
+// the keep policies of OpenCode, Nexus and Nominal Code; docs/settings.md).
 //
 // The default keep policy reproduces pi 0.73.1's findCutPoint/prepareCompaction
 // exactly, except for three pi bugs that Compactor fixes (docs/compatibility.md):

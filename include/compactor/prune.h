@@ -72,8 +72,8 @@ struct RewritePlan {
 };
 
 // ---------------------------------------------------------------------------
-// prune: oh-my-pi 15.7.2 semantics (compaction-algorithms.md B3). Defaults are
-// oh-my-pi's DEFAULT_PRUNE_CONFIG.
+// prune: oh-my-pi 15.7.2's pruneToolOutputs (docs/strategies.md). Defaults
+// are oh-my-pi's DEFAULT_PRUNE_CONFIG.
 struct PruneOptions {
   // The newest tool-output tokens never pruned. The result that crosses the
   // limit is still protected (the check comes before adding it).

@@ -45,7 +45,7 @@ Result<std::optional<Encoding>> ParseTokenizerSetting(std::string_view name);
 // "estimate", "o200k", "cl100k" (TokenCounter::FromName accepts them).
 std::string_view TokenizerSettingName(const std::optional<Encoding>& tokenizer);
 
-// Tool-output pruning (oh-my-pi's pruneToolOutputs semantics, compaction-algorithms.md B3).
+// Tool-output pruning (oh-my-pi's pruneToolOutputs semantics; docs/strategies.md).
 struct PruningSettings {
   // Off by default: pi has no built-in pruning, and pruning changes what the model sees.
   bool enabled = false;

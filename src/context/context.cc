@@ -67,7 +67,7 @@ ContextMessage FromEntry(const Session& s, size_t index) {
   return m;
 }
 
-// pi's per-entry mapping (pi-session-format.md §8): which entries yield a message.
+// pi's per-entry mapping (docs/session-format.md): which entries yield a message.
 bool YieldsMessage(const Entry& e) {
   switch (e.type) {
     case EntryType::kMessage:

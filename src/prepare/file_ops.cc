@@ -116,6 +116,8 @@ bool Utf16Less(std::string_view a, std::string_view b) {
   }
 }
 
+namespace {
+
 // Adds the "path" of a file tool call's arguments (JSON text): the last
 // "path" member, as JSON.parse keeps. simdjson's DOM (a write's arguments hold
 // a whole file, which nlohmann would copy into a tree); text it rejects goes
@@ -137,6 +139,8 @@ void AddArgumentsPath(std::string_view arguments_json, const std::string& tool, 
   }
   if (path && !path->empty()) internal::AddFileOp(tool, std::string(*path), ops);
 }
+
+}  // namespace
 
 void ExtractFileOps(const Message& message, FileOps& ops) {
   if (message.role != Role::kAssistant) return;

@@ -1,4 +1,4 @@
-// pi 0.73.1's prepareCompaction over a Session (compaction-algorithms.md A4),
+// pi 0.73.1's prepareCompaction over a Session (docs/compatibility.md),
 // with Compactor's fixes and keep policies.
 #include "compactor/prepare.h"
 

@@ -1,6 +1,7 @@
 // Prompt assembly for LLM summarizers and the request guards shared by every
 // summarizer. The wording is Compactor's own; the section structure follows
-// compaction-algorithms.md A6 because downstream parsing relies on it.
+// pi 0.73.1's prompts (docs/summarizers.md) because downstream parsing relies
+// on it.
 #include <algorithm>
 #include <string>
 

@@ -1,6 +1,6 @@
 // convertToLlm + serializeConversation, byte for byte as pi 0.73.1 produces
-// them for its summarizer (compaction-algorithms.md A7, pi-session-format.md
-// §10.1). Goldens: shared/fixtures/pi/expected/*serialized.json.
+// them for its summarizer (docs/summarizers.md). Goldens:
+// tests/fixtures/pi/expected/*.json (serializedConversation, from the pi oracle).
 #include <cmath>
 #include <cstdio>
 #include <string>

@@ -38,7 +38,8 @@ struct Row {
   Comparison comparison;
 };
 
-// Thresholds straight from compaction-algorithms.md (A2, B2, C1, C2, D, E, G).
+// Thresholds straight from each anchor's source (pi, oh-my-pi, Kimi Code, Codex
+// CLI, OpenCode, Nexus, Nominal Code; docs/settings.md).
 TEST(ResolveThresholdTest, DefaultThresholdsOfEveryPreset) {
   const Row rows[] = {
       {TriggerPreset::kPi, 128000, 111616, Comparison::kGreater},
