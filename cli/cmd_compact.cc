@@ -14,6 +14,7 @@ namespace {
 
 struct CompactArgs {
   SessionArgs session;
+  int64_t grace_ms = 300;
   SettingsArgs settings;
   std::string strategy;
   std::string summarizer = "offline";
@@ -98,6 +99,7 @@ void RegisterCompact(CLI::App& app) {
                 "only compact when the trigger policy fires (needs --context-window or settings)");
   cmd->add_flag("--dry-run", args->dry_run, "compute and print everything, write nothing");
   cmd->add_flag("--json", args->json, "print the result as one JSON object");
+  AddRewriteArgs(cmd, &args->grace_ms);
   cmd->callback([args] {
     auto settings = ResolveSettings(args->settings);
     if (!settings.ok()) {
@@ -151,6 +153,7 @@ void RegisterCompact(CLI::App& app) {
     o.handoff_dir = args->handoff_dir;
     o.only_if_needed = args->if_needed;
     o.dry_run = args->dry_run;
+    o.rewrite_grace_ms = args->grace_ms;
     LoadOptions load;
     load.strict = args->session.strict;
     if (!args->session.quiet) {

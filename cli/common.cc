@@ -18,6 +18,21 @@ void AddSessionArgs(CLI::App* cmd, SessionArgs* args) {
   cmd->add_flag("-q,--quiet", args->quiet, "do not print load warnings");
 }
 
+void AddRewriteArgs(CLI::App* cmd, int64_t* grace_ms) {
+  cmd->add_option("--grace-ms", *grace_ms,
+                  "after replacing FILE, watch the old file this long for entries appended by "
+                  "writers that take no lock (default 300)")
+      ->check(CLI::NonNegativeNumber);
+  // Before the footer every command inherits (the exit codes, main.cc).
+  cmd->footer(
+      "Rewriting FILE in place takes FILE.lock, carries over entries other processes append "
+      "meanwhile (also those that reach the old file within --grace-ms of the rename) and keeps "
+      "FILE's owner and mode; a symlink is followed. A writer that keeps FILE open across the "
+      "rewrite and appends later writes to the old file (FILE.bak), which no rename can "
+      "prevent: stop such writers first (docs/reliability.md).\n\n" +
+      cmd->get_footer());
+}
+
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args) {
   LoadOptions options;
   options.strict = args.strict;

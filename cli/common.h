@@ -38,6 +38,10 @@ struct SessionArgs {
 
 void AddSessionArgs(CLI::App* cmd, SessionArgs* args);
 
+// --grace-ms and the help footer of the commands that rewrite FILE in place
+// (the write protocol of docs/reliability.md).
+void AddRewriteArgs(CLI::App* cmd, int64_t* grace_ms);
+
 // Loads a session; warnings go to stderr (at most 20 lines plus a count).
 // Shows progress on a terminal for large files.
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args);

@@ -163,6 +163,9 @@ struct CompactOptions {
   bool pi_quirks = false;
   // mask: which tool outputs stay verbatim.
   MaskOptions mask;
+  // mask: how long the old file is watched after the rename for appends by
+  // writers that take no lock (SessionRewriteOptions::grace_ms, writer.h).
+  int64_t rewrite_grace_ms = 300;
 };
 
 struct CompactionResult {
