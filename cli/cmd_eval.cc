@@ -10,6 +10,7 @@
 #include "common.h"
 #include "compactor/eval.h"
 #include "compactor/providers.h"
+#include "compactor/strategy.h"
 
 namespace compactor::cli {
 namespace {
@@ -103,12 +104,16 @@ int Run(const EvalArgs& a) {
     judge = NewLlmProbeJudge(std::move(candidates).value());
   }
 
-  std::vector<std::optional<Strategy>> strategies;
-  std::vector<std::string> names = a.strategies;
-  if (names.empty()) names = {"none", "summary", "user-prompts", "notes", "mask"};
-  for (const std::string& n : names) {
+  // nullptr: "none", the ceiling.
+  std::vector<const CompactionStrategy*> strategies;
+  if (a.strategies.empty()) {
+    strategies.push_back(nullptr);
+    for (const CompactionStrategy* s : Strategies())
+      if (s->evaluated_by_default()) strategies.push_back(s);
+  }
+  for (const std::string& n : a.strategies) {
     if (n == "none") {
-      strategies.push_back(std::nullopt);
+      strategies.push_back(nullptr);
       continue;
     }
     auto s = ParseStrategy(n);
@@ -134,27 +139,28 @@ int Run(const EvalArgs& a) {
       if (!f.ok()) return Fail(f.status());
       facts = std::move(*f);
     } else {
-      facts = ExtractFacts(**session);
+      facts = ExtractProbeFacts(**session);
     }
     if (a.print_facts) {
       Print(FactFileToJson(facts));
       continue;
     }
-    for (const auto& strategy : strategies) {
+    for (const CompactionStrategy* strategy : strategies) {
       EvalConfig config;
       config.strategy = strategy;
       config.compact.settings = *settings;
       config.summarizer_name = a.summarizer;
       config.compact.summarizer = summarizer->get();
       config.judge = judge.get();
-      if (strategy == Strategy::kNotes) {
+      const bool needs_notes = strategy && strategy->needs().notes_file;
+      if (needs_notes) {
         const std::string notes = Stem(path) + ".notes.md";
         if (Exists(notes)) config.compact.notes_path = notes;
       }
       SessionEval ev;
-      if (strategy == Strategy::kNotes && config.compact.notes_path.empty()) {
+      if (needs_notes && config.compact.notes_path.empty()) {
         ev.session = path;
-        ev.strategy = "notes";
+        ev.strategy = std::string(strategy->name());
         ev.skipped_reason = "no notes file (" + Stem(path) + ".notes.md)";
       } else {
         auto r = EvaluateSession(**session, facts, config);
@@ -189,7 +195,7 @@ int Run(const EvalArgs& a) {
     std::vector<std::string> misses;
     bool found = false;
     for (const EvalSummary& s : summaries) {
-      if (s.strategy != "summary") continue;
+      if (s.strategy != "summary") continue;  // the quality targets are the summary strategy's
       found = true;
       misses = CheckTargets(s);
     }
@@ -212,9 +218,12 @@ void RegisterEval(CLI::App& app) {
                   "session files or directories; facts from <name>.facts.json beside each, else "
                   "extracted by rule");
   AddSettingsArgs(cmd, &args->settings);
+  std::string by_default = "none";
+  for (const CompactionStrategy* s : Strategies())
+    if (s->evaluated_by_default()) by_default += " " + std::string(s->name());
   cmd->add_option("--strategy", args->strategies,
-                  "none (no compaction: the ceiling), summary, user-prompts, notes, handoff, mask; "
-                  "repeatable (default: none summary user-prompts notes mask)")
+                  "none (no compaction: the ceiling), " + StrategyNames() +
+                      "; repeatable (default: " + by_default + ")")
       ->delimiter(',');
   cmd->add_option(
       "--summarizer", args->summarizer,

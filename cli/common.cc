@@ -19,6 +19,21 @@ void AddSessionArgs(CLI::App* cmd, SessionArgs* args) {
   cmd->add_flag("-q,--quiet", args->quiet, "do not print load warnings");
 }
 
+void AddRewriteArgs(CLI::App* cmd, int64_t* grace_ms) {
+  cmd->add_option("--grace-ms", *grace_ms,
+                  "after replacing FILE, watch the old file this long for entries appended by "
+                  "writers that take no lock (default 300)")
+      ->check(CLI::NonNegativeNumber);
+  // Before the footer every command inherits (the exit codes, main.cc).
+  cmd->footer(
+      "Rewriting FILE in place takes FILE.lock, carries over entries other processes append "
+      "meanwhile (also those that reach the old file within --grace-ms of the rename) and keeps "
+      "FILE's owner and mode; a symlink is followed. A writer that keeps FILE open across the "
+      "rewrite and appends later writes to the old file (FILE.bak), which no rename can "
+      "prevent: stop such writers first (docs/reliability.md).\n\n" +
+      cmd->get_footer());
+}
+
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args) {
   LoadOptions options;
   options.strict = args.strict;
@@ -72,12 +87,22 @@ Result<CompactionSettings> ResolveSettings(const SettingsArgs& args) {
   }
   if (args.keep_recent_tokens) s.keep_recent_tokens = *args.keep_recent_tokens;
   if (args.reserve_tokens) s.reserve_tokens = *args.reserve_tokens;
-  if (!args.keep_policy.empty()) s.keep_policy = args.keep_policy;
   if (args.keep_turns) s.keep_turns = *args.keep_turns;
   if (args.keep_messages) s.keep_messages = *args.keep_messages;
   if (args.context_window) s.context_window = *args.context_window;
-  if (!args.tokenizer.empty()) s.tokenizer = args.tokenizer;
   COMPACTOR_RETURN_IF_ERROR(ValidateSettings(s));
+  // The names are parsed after the numbers are checked, tokenizer first (the
+  // order of the messages a bad command line gets).
+  if (!args.tokenizer.empty()) {
+    COMPACTOR_ASSIGN_OR_RETURN(s.tokenizer, ParseTokenizerSetting(args.tokenizer));
+  }
+  if (!args.keep_policy.empty()) {
+    Result<KeepPolicy> policy = ParseKeepPolicy(args.keep_policy);
+    if (!policy.ok()) {
+      return Status::InvalidArgument(fmt::format("unknown keep policy \"{}\"", args.keep_policy));
+    }
+    s.keep_policy = *policy;
+  }
   return s;
 }
 
@@ -108,12 +133,12 @@ Result<std::unique_ptr<Summarizer>> MakeSummarizer(const std::string& name,
 }
 
 Result<SessionWithContext> LoadWithContext(const SessionArgs& args, const std::string& leaf,
-                                           bool expand) {
+                                           const CompactionExpander* expander) {
   SessionWithContext out;
   COMPACTOR_ASSIGN_OR_RETURN(out.session, LoadSession(args));
   ContextOptions options;
   if (!leaf.empty()) options.leaf_id = leaf;
-  options.expand_compactions = expand;
+  options.expander = expander;
   COMPACTOR_ASSIGN_OR_RETURN(out.context, BuildSessionContext(*out.session, options));
   return out;
 }

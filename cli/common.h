@@ -38,17 +38,22 @@ struct SessionArgs {
 
 void AddSessionArgs(CLI::App* cmd, SessionArgs* args);
 
+// --grace-ms and the help footer of the commands that rewrite FILE in place
+// (the write protocol of docs/reliability.md).
+void AddRewriteArgs(CLI::App* cmd, int64_t* grace_ms);
+
 // Loads a session; warnings go to stderr (at most 20 lines plus a count).
 // Shows progress on a terminal for large files.
 Result<std::unique_ptr<Session>> LoadSession(const SessionArgs& args);
 
-// A loaded session with the context at `leaf` (empty = the file's leaf).
+// A loaded session with the context at `leaf` (empty = the file's leaf),
+// built through `expander` (nullptr: pi's view).
 struct SessionWithContext {
   std::unique_ptr<Session> session;
   SessionContext context;
 };
 Result<SessionWithContext> LoadWithContext(const SessionArgs& args, const std::string& leaf,
-                                           bool expand = false);
+                                           const CompactionExpander* expander = nullptr);
 
 // Compaction settings: a settings file plus per-option overrides.
 struct SettingsArgs {

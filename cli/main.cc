@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <string_view>
 
 #include "commands.h"
 #include "common.h"
+#include "compactor/kernel.h"
 #include "compactor/version.h"
 
 int main(int argc, char** argv) {
@@ -14,7 +17,14 @@ int main(int argc, char** argv) {
   CLI::App app{
       "compactor: keeps LLM agent sessions (pi session files) inside their context window"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("compactor ") + compactor::kVersion);
+  // The second line names the CPU kernel in use (docs/kernels.md).
+  app.set_version_flag("--version", [] {
+    std::string out = std::string("compactor ") + compactor::kVersion + "\nkernel: ";
+    out += compactor::ActiveKernelName();
+    out += " (available:";
+    for (std::string_view k : compactor::AvailableKernels()) (out += ' ') += k;
+    return out + ")";
+  });
   app.footer(
       "Exit codes: 0 ok, 1 input error (unreadable or invalid session), 2 usage error, 3 eval "
       "--check target missed, 4 internal error (out of memory).");

@@ -32,21 +32,18 @@ compactor_module(NAME env
   HEADERS env.h mem_env.h
   USES status)
 compactor_module(NAME util
-  HEADERS js_json.h
+  HEADERS js_json.h kernel.h
   USES status env
-  EXPORTS utf8.h json_scan.h js_canonical.h file.h background.h two_halves.h
+  EXPORTS utf8.h json_scan.h js_canonical.h file.h background.h two_halves.h kernel.h
   PUBLIC_DEPENDS simdjson::simdjson)
 compactor_module(NAME session
   HEADERS session.h message.h writer.h entries.h
   USES status env util
   EXPORTS message_observer.h
   PUBLIC_DEPENDS simdjson::simdjson)
-compactor_module(NAME strategies
-  HEADERS user_prompts.h
-  USES status)
 compactor_module(NAME context
   HEADERS context.h
-  USES status session util strategies
+  USES status session util
   DEPENDS simdjson::simdjson)
 compactor_module(NAME tokens
   HEADERS estimate.h tokenizer.h
@@ -67,6 +64,10 @@ compactor_module(NAME prune
   HEADERS prune.h
   USES status util session context tokens
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json)
+compactor_module(NAME strategies
+  HEADERS strategy.h user_prompts.h
+  USES status env util session context tokens policy prepare summarize prune
+  DEPENDS fmt::fmt)
 compactor_module(NAME compact
   HEADERS compact.h branch.h
   USES status env util session context tokens policy prepare summarize prune strategies)

@@ -27,6 +27,7 @@
 #include "compactor/runtime.h"
 #include "compactor/session.h"
 #include "compactor/settings.h"
+#include "compactor/strategy.h"
 #include "compactor/writer.h"
 #include "tools.h"
 
@@ -214,7 +215,7 @@ class Agent {
     compactor::ContextOptions co;
     co.leaf_id = rt_->leaf_id();
     if (co.leaf_id->empty()) co.leaf_id.reset();
-    co.expand_compactions = true;
+    co.expander = compactor::StrategyExpander();
     auto ctx = compactor::BuildSessionContext(**session, co);
     if (!ctx.ok()) return ctx.status();
     compactor::ModelInputOptions mo;
@@ -260,7 +261,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-output", a.max_output, "output cap per request")->capture_default_str();
   app.add_option("--strategy", a.strategy,
-                 "summary, user-prompts, notes, handoff or mask (default: the settings')");
+                 compactor::StrategyNames() + " (default: the settings')");
   app.add_option("--notes", a.notes, "notes file for --strategy notes (default SESSION.notes.md)");
   app.add_option("--settings", a.settings, "compaction settings JSON (re-read at every check)");
   app.add_option("--summarizer", a.summarizer,
@@ -340,7 +341,8 @@ int main(int argc, char** argv) {
     ro.settings.strategy = a.strategy;
   }
   std::string notes;
-  if (ro.settings.strategy == "notes") {
+  const compactor::CompactionStrategy* strategy = compactor::FindStrategy(ro.settings.strategy);
+  if (strategy && strategy->needs().notes_file) {
     notes = a.notes.empty() ? a.session + ".notes.md" : a.notes;
     if (!Exists(notes)) {
       if (Status s = compactor::WriteFileAtomic(notes, "", {.keep_backup = false}); !s.ok()) {

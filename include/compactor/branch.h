@@ -1,5 +1,6 @@
 // Moving to another point of the session tree with a summary of the branch
-// being left (pi's /tree navigation, compaction-algorithms.md A9).
+// being left (pi 0.73.1's /tree navigation: collectEntriesForBranchSummary,
+// generateBranchSummary, navigateTree).
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_BRANCH_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_BRANCH_H_
 

@@ -1,7 +1,7 @@
 // The compaction engine: one call that decides, prepares, summarizes and
-// records a compaction with any strategy, plus the hooks an embedding agent
-// uses to steer it. See docs/strategies.md for each strategy's behaviour and
-// on-disk representation.
+// records a compaction with any registered strategy (strategy.h), plus the
+// hooks an embedding agent uses to steer it. See docs/strategies.md for each
+// strategy's behaviour and on-disk representation.
 //
 // Thread safety: functions here are safe to call concurrently on different
 // sessions; hooks are called on the calling thread (the turn-prefix summary of
@@ -27,16 +27,14 @@
 
 namespace compactor {
 
-enum class Strategy {
-  kSummary,      // pi / oh-my-pi: summary of the history + recent messages kept verbatim
-  kUserPrompts,  // Kimi Code / Codex: kept user prompts + one user-role summary
-  kNotes,        // Nominal Code: the notes file is the summary, the last messages kept
-  kHandoff,      // oh-my-pi: a new session that starts from a handoff document
-  kMask,         // observation masking: old tool outputs replaced by placeholders
+class CompactionStrategy;  // strategy.h: the interface and the registry
+
+// How CompactFile records a computed compaction.
+enum class CompactionOutput {
+  kAppendEntry,  // one entry appended at the leaf (ComputedCompaction::result.entry_json)
+  kNewSession,   // a new session file (new_session_jsonl at result.output_path)
+  kRewriteFile,  // the session file rewritten in place, with a backup (rewrite_plan)
 };
-std::string_view StrategyName(Strategy s);
-// "summary" (also "context-full"), "user-prompts", "notes", "handoff", "mask".
-Result<Strategy> ParseStrategy(std::string_view name);
 
 struct CompactionResult;
 
@@ -57,7 +55,7 @@ struct SuppliedCompaction {
 struct BeforeCompactEvent {
   const Session& session;
   const CompactionPreparation& preparation;
-  Strategy strategy;
+  std::string_view strategy;  // the registered name ("summary", ...)
   std::string_view instructions;
 };
 struct BeforeCompactResult {
@@ -138,7 +136,10 @@ struct CompactOptions {
   // Budgets, keep policy, trigger preset and window. settings.strategy is used
   // unless `strategy` is set.
   CompactionSettings settings;
-  std::optional<Strategy> strategy;
+  // The strategy (not owned: a registered one, FindStrategy / ParseStrategy in
+  // strategy.h, or the caller's own, which must outlive the call). nullptr:
+  // the registered strategy named by settings.strategy.
+  const CompactionStrategy* strategy = nullptr;
   // The summarizer; nullptr = the embedded offline summarizer.
   const Summarizer* summarizer = nullptr;
   // Extra instructions for the summarizer (pi's /compact text).
@@ -162,15 +163,20 @@ struct CompactOptions {
   bool pi_quirks = false;
   // mask: which tool outputs stay verbatim.
   MaskOptions mask;
+  // mask: how long the old file is watched after the rename for appends by
+  // writers that take no lock (SessionRewriteOptions::grace_ms, writer.h).
+  int64_t rewrite_grace_ms = 300;
 };
 
 struct CompactionResult {
-  Strategy strategy = Strategy::kSummary;
+  std::string strategy;  // the strategy's registered name
+  // How the result is (or, with dry_run, would be) recorded.
+  CompactionOutput output = CompactionOutput::kAppendEntry;
   bool compacted = false;
   // Why nothing was done: "disabled", "below threshold", "nothing to summarize",
   // "already compacted", "cancelled by hook", "empty notes", ...; empty when compacted.
   std::string skipped_reason;
-  std::string entry_id;    // the appended entry (handoff: the new session's first entry)
+  std::string entry_id;    // the appended entry (new session: its message entry)
   std::string entry_json;  // its JSON line (without newline)
   std::string first_kept_entry_id;
   std::string summary;  // as stored (footer included)
@@ -184,30 +190,36 @@ struct CompactionResult {
   // caller must not compact again in a loop.
   bool ineffective = false;
   bool from_hook = false;
-  size_t kept_user_messages = 0;  // user-prompts
-  size_t masked_outputs = 0;      // mask
-  std::string output_path;        // handoff: the new session file; mask: the rewritten file
+  // Counters only some strategies report: set (0 at first) on every result of
+  // the strategy that reports it, skipped ones included; unset otherwise.
+  std::optional<size_t> kept_user_messages;  // user-prompts
+  std::optional<size_t> masked_outputs;      // mask
+  std::string output_path;  // kNewSession: the new session file; kRewriteFile: the rewritten file
   std::vector<std::string> read_files, modified_files;
   std::vector<std::string> hook_errors;
   double duration_ms = 0;
 };
 
-// Computes the compaction of `session` without writing anything: the result
-// carries the entry JSON (or, for handoff, the new file's contents in
-// `handoff_jsonl` / mask: `rewritten_jsonl`).
+// A compaction computed without writing anything. What CompactFile would
+// record depends on result.output: the entry JSON (kAppendEntry), the new
+// file's contents (kNewSession) or the rewrite (kRewriteFile).
 struct ComputedCompaction {
   CompactionResult result;
-  std::string handoff_jsonl;
-  std::string rewritten_jsonl;
-  std::optional<RewritePlan> rewrite_plan;  // mask: what CompactFile writes
+  std::string new_session_jsonl;            // kNewSession
+  std::string rewritten_jsonl;              // kRewriteFile: the whole rewritten session
+  std::optional<RewritePlan> rewrite_plan;  // kRewriteFile: what CompactFile writes
 };
+
+// Computes the compaction of `session` with options.strategy (else the one
+// named by settings.strategy; unknown -> kInvalidArgument listing the
+// registered names). Writes nothing.
 Result<ComputedCompaction> ComputeCompaction(const Session& session, const CompactOptions& options);
 
-// Loads `path`, computes the compaction and records it: appends the entry
-// (summary, user-prompts, notes), writes a new session file (handoff), or
-// rewrites the file atomically with a backup (mask). Nothing is written with
-// dry_run or when the result is skipped. Everything goes through options.env
-// (load.env is ignored).
+// Loads `path`, computes the compaction and records it as result.output says:
+// appends the entry (summary, user-prompts, notes), writes a new session file
+// (handoff), or rewrites the file atomically with a backup (mask). Nothing is
+// written with dry_run or when the result is skipped. Everything goes through
+// options.env (load.env is ignored).
 Result<CompactionResult> CompactFile(const std::string& path, const CompactOptions& options,
                                      const LoadOptions& load = {});
 
@@ -215,6 +227,12 @@ Result<CompactionResult> CompactFile(const std::string& path, const CompactOptio
 // after the compaction (used for tokens_after checks and evaluation).
 Result<std::unique_ptr<Session>> SessionWithAppended(const Session& session,
                                                      const std::string& entry_json);
+
+// In memory, the session a caller sees once `computed` (a compacted result of
+// ComputeCompaction on `session`) is recorded: `session` with the entry
+// appended, the new session, or the rewritten one.
+Result<std::unique_ptr<Session>> SessionAfterCompaction(const Session& session,
+                                                        const ComputedCompaction& computed);
 
 }  // namespace compactor
 

@@ -112,6 +112,24 @@ class FileLock {
   FileLock() = default;
 };
 
+// A regular file held open for reading (Env::OpenReadable). It stays the same
+// file when another one is renamed over its path: a rewrite keeps the old
+// session open this way to collect bytes appended to it by writers that opened
+// it by path just before the rename. Not thread-safe.
+class ReadableFile {
+ public:
+  virtual ~ReadableFile() = default;
+  ReadableFile(const ReadableFile&) = delete;
+  ReadableFile& operator=(const ReadableFile&) = delete;
+  // The open file's identity now (its size grows with appends by anyone).
+  virtual Result<FileIdentity> Identity() = 0;
+  // Up to `max` bytes from `offset` (fewer at the end of the file; empty past it).
+  virtual Result<std::string> ReadAt(uint64_t offset, size_t max) = 0;
+
+ protected:
+  ReadableFile() = default;
+};
+
 // A thread started by Env::StartThread. Join() waits for it to finish; the
 // destructor joins when Join() was not called.
 class Thread {
@@ -160,20 +178,26 @@ class Env {
   // as empty. kFailedPrecondition "is a directory" for a directory.
   virtual Result<std::string> ReadFile(const std::string& path) = 0;
 
+  // Opens a regular file for reading and keeps it open (ReadableFile). Never
+  // blocks; anything but a regular file is refused (kFailedPrecondition).
+  virtual Result<std::unique_ptr<ReadableFile>> OpenReadable(const std::string& path) = 0;
+
   // Appends whole lines (each WITHOUT its newline) to an existing regular
   // file: one write() per line on an O_APPEND descriptor, so concurrent
-  // readers never see two entries mixed. When the file does not end with a
-  // newline (a torn last line), a newline is written first so the first new
-  // line stands on its own. With `sync`, fsync before returning. The caller
-  // holds the file's sidecar lock (LockSession) when other writers may exist;
-  // this call does not take it. kNotFound when the file does not exist,
-  // kFailedPrecondition when it is not a regular file. On a failed write the
-  // file may end with part of a line (the next append repairs it).
+  // readers never see two entries mixed. The bytes are written as given: this
+  // call does not look at the file's tail (repairing a torn last line is the
+  // writer's decision, writer.h, because only it can tell a torn line from a
+  // write in progress by a writer that takes no lock). With `sync`, fsync
+  // before returning. The caller holds the file's sidecar lock (LockSession)
+  // when other writers may exist; this call does not take it. kNotFound when
+  // the file does not exist, kFailedPrecondition when it is not a regular
+  // file. On a failed write the file may end with part of a line.
   virtual Status AppendLines(const std::string& path, const std::vector<std::string>& lines,
                              bool sync) = 0;
 
   // Atomically replaces (or creates) `path` with `contents`: a temporary file
-  // in the same directory, fsync, optional backup link, rename over `path`,
+  // `<target>.tmp-<pid>-XXXXXX` in the same directory (flock-ed while it
+  // exists, see RemoveStaleTemps), fsync, optional backup link, rename over `path`,
   // fsync of the directory. Readers see the old or the new file, never a mix;
   // after a crash the path holds one of the two. A symlink is followed and its
   // target replaced (the link stays a link). The old file's permission bits
@@ -183,6 +207,14 @@ class Env {
   // rewrite a session hold its sidecar lock and compare identities.
   virtual Status ReplaceFile(const std::string& path, std::string_view contents,
                              const ReplaceOptions& options = {}) = 0;
+
+  // Removes the temporary files a replacement of `path` (symlinks resolved)
+  // left behind because its process died: `<target>.tmp-*` that no live
+  // ReplaceFile is writing (a replacement holds an flock on its temporary
+  // file until the rename; a dead process holds none). Returns the names
+  // removed. Call it under the session's sidecar lock: a writer that took the
+  // lock cannot be between creating and locking its temporary file then.
+  virtual Result<std::vector<std::string>> RemoveStaleTemps(const std::string& path) = 0;
 
   // Removes a file (not a directory). kNotFound when it does not exist.
   virtual Status RemoveFile(const std::string& path) = 0;
@@ -244,9 +276,15 @@ class EnvWrapper : public Env {
     return target_->MapFile(path);
   }
   Result<std::string> ReadFile(const std::string& path) override { return target_->ReadFile(path); }
+  Result<std::unique_ptr<ReadableFile>> OpenReadable(const std::string& path) override {
+    return target_->OpenReadable(path);
+  }
   Status AppendLines(const std::string& path, const std::vector<std::string>& lines,
                      bool sync) override {
     return target_->AppendLines(path, lines, sync);
+  }
+  Result<std::vector<std::string>> RemoveStaleTemps(const std::string& path) override {
+    return target_->RemoveStaleTemps(path);
   }
   Status ReplaceFile(const std::string& path, std::string_view contents,
                      const ReplaceOptions& options = {}) override {

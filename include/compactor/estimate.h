@@ -1,5 +1,6 @@
 // pi's token estimate: ceil(UTF-16 code units / 4) per message, with pi's
-// per-role rules (pi-session-format.md §11). This is the default token count
+// per-role rules (pi 0.73.1's estimateTokens; docs/session-format.md). This is
+// the default token count
 // everywhere; exact tokenizers live in tokenizer.h.
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_ESTIMATE_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_ESTIMATE_H_
@@ -21,7 +22,8 @@ namespace compactor {
 inline constexpr int64_t kImageEstimateChars = 4800;
 
 // Number of UTF-16 code units of a UTF-8 string (JavaScript's string.length).
-// Invalid sequences count as U+FFFD (1 unit each), as Node decodes them.
+// Each invalid sequence (its maximal subpart) counts as one U+FFFD, as Node
+// decodes it (TextDecoder, Buffer#toString).
 int64_t Utf16Length(std::string_view utf8);
 
 // pi's estimateTokens(message) on a message's raw JSON. Never fails: unreadable

@@ -24,6 +24,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +98,14 @@ class MemEnv : public Env {
   // (durable, no faults, no locks). kNotFound when it does not exist.
   virtual Status AppendByOther(const std::string& path, const std::string& bytes) = 0;
   virtual Status TruncateByOther(const std::string& path, uint64_t size) = 0;
+  // Another process that opened a file before it was renamed away (or over)
+  // appends to it: `inode` is FileIdentity::inode. kNotFound when no file of
+  // that inode is left (neither at a path nor held open).
+  virtual Status AppendByOtherToInode(uint64_t inode, const std::string& bytes) = 0;
+  // Runs `hook(ms)` at every SleepMs (after the clocks moved, outside the
+  // environment's mutex): what other processes do while this one waits.
+  // Empty: none.
+  virtual void SetSleepHook(std::function<void(int64_t)> hook) = 0;
   // Another process holds the sidecar lock of session `path` (shared or
   // exclusive) until ReleaseOther(path).
   virtual void HoldLockByOther(const std::string& path, bool exclusive) = 0;

@@ -254,7 +254,8 @@ std::string DescribeHttpFailure(int status, std::string_view body);
 std::string RedactSecret(std::string text, std::string_view secret);
 
 // ---------------------------------------------------------------------------
-// OpenAI native compaction (/responses/compact, compaction-algorithms.md B9)
+// OpenAI native compaction (/responses/compact, as oh-my-pi 15.7.2 uses it;
+// docs/model-input.md)
 // ---------------------------------------------------------------------------
 
 // Messages as Responses API input items (a JSON array): what the Responses
@@ -282,7 +283,8 @@ Result<HttpRequest> BuildResponsesCompactRequest(const ModelConfig& model,
                                                  std::string_view instructions,
                                                  std::string_view api_key);
 
-// Filters a /responses/compact response into the stored form (B9).
+// Filters a /responses/compact response into the stored form (oh-my-pi's
+// preserveData.openaiRemoteCompaction).
 // kUnavailable for malformed JSON; kFailedPrecondition
 // "Remote compaction response missing compaction item".
 Result<RemoteCompaction> ParseResponsesCompactResponse(std::string_view body,

@@ -1,5 +1,5 @@
 // Reading pi session files (JSONL, format versions 1-3) as a lazily parsed,
-// indexed tree. See docs/session-format.md and pi-session-format.md.
+// indexed tree. See docs/session-format.md.
 //
 // A Session maps the file and indexes every line once: entry type, id,
 // parentId, timestamp and, for message entries, the role and a few scalar

@@ -14,10 +14,38 @@
 
 #include "compactor/env.h"
 #include "compactor/status.h"
+#include "compactor/tokenizer.h"
 
 namespace compactor {
 
-// Tool-output pruning (oh-my-pi's pruneToolOutputs semantics, compaction-algorithms.md B3).
+// Which anchor's trigger rule fires a compaction (policy.h: ParseTriggerPreset,
+// TriggerPresetName, ResolveThreshold).
+enum class TriggerPreset {
+  kPi,        // tokens > window - reserveTokens
+  kOmp,       // tokens > window - max(floor(15% of window), reserveTokens); overrides
+  kKimi,      // tokens >= 0.85 x window, or within 50,000 of it
+  kCodex,     // tokens >= floor(0.9 x window); a configured limit may only lower it
+  kOpencode,  // tokens >= window - min(20,000, max output tokens capped at 32,000)
+  kNexus,     // tokens > window - max(window / 5, 10,000)
+  kNominal,   // tokens >= 100,000 (the window does not matter)
+};
+
+// Which part of the conversation a compaction keeps verbatim (prepare.h).
+enum class KeepPolicy { kRecentTokens, kLastTurns, kLastMessages, kOpencode };
+// "tokens", "turns", "messages", "opencode"; anything else is kInvalidArgument:
+// unknown keep policy "x" (expected tokens, turns, messages or opencode).
+Result<KeepPolicy> ParseKeepPolicy(std::string_view name);
+std::string_view KeepPolicyName(KeepPolicy policy);
+
+// The settings' token counter: nullopt is pi's chars/4 estimate ("estimate"),
+// an encoding an exact tokenizer. Accepts "estimate", "o200k", "o200k_base",
+// "cl100k", "cl100k_base"; anything else is kInvalidArgument:
+// unknown tokenizer "x" (estimate, o200k, cl100k).
+Result<std::optional<Encoding>> ParseTokenizerSetting(std::string_view name);
+// "estimate", "o200k", "cl100k" (TokenCounter::FromName accepts them).
+std::string_view TokenizerSettingName(const std::optional<Encoding>& tokenizer);
+
+// Tool-output pruning (oh-my-pi's pruneToolOutputs semantics; docs/strategies.md).
 struct PruningSettings {
   // Off by default: pi has no built-in pruning, and pruning changes what the model sees.
   bool enabled = false;
@@ -33,8 +61,9 @@ struct PruningSettings {
 struct CompactionSettings {
   // Master switch for automatic compaction (manual compaction ignores it).
   bool enabled = true;
-  // How the old part is replaced: "summary" (pi's LLM summary). "off" disables
-  // automatic compaction like enabled = false (oh-my-pi semantics).
+  // How the old part is replaced: the name of a registered strategy
+  // (strategy.h; "summary" is pi's LLM summary). "off" disables automatic
+  // compaction like enabled = false (oh-my-pi semantics).
   std::string strategy = "summary";
   // Headroom below the context window; also sizes summary output limits.
   int64_t reserve_tokens = 16384;
@@ -48,15 +77,16 @@ struct CompactionSettings {
   // The model's context window in tokens; 0 = unknown (taken from the model).
   int64_t context_window = 0;
   // Which anchor's trigger rule to apply: pi, omp, kimi, codex, opencode, nexus, nominal.
-  std::string trigger = "pi";
+  TriggerPreset trigger = TriggerPreset::kPi;
   // Which part is kept verbatim: "tokens" (pi: keepRecentTokens), "turns"
   // (last keepTurns turns), "messages" (last keepMessages messages), "opencode"
   // (last 2 user turns within a small token budget).
-  std::string keep_policy = "tokens";
+  KeepPolicy keep_policy = KeepPolicy::kRecentTokens;
   int keep_turns = 6;
   int keep_messages = 4;
-  // Token counter: "estimate" (pi's chars/4 heuristic).
-  std::string tokenizer = "estimate";
+  // Token counter: nullopt = "estimate" (pi's chars/4 heuristic), else an
+  // exact tokenizer (o200k, cl100k; docs/tokenizers.md).
+  std::optional<Encoding> tokenizer;
   PruningSettings pruning;
 };
 
@@ -80,8 +110,9 @@ struct LoadedSettings {
 Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view name,
                                          const CompactionSettings& base = {});
 
-// Checks cross-field constraints that do not need a context window (the
-// window-dependent ones are reported by the trigger, see policy.h).
+// Checks the constraints that do not need a context window (the
+// window-dependent ones are reported by the trigger, see policy.h): ranges and
+// the strategy name (a registered strategy or "off").
 Status ValidateSettings(const CompactionSettings& settings);
 
 // Reads and parses a settings file through `env` (null = Env::Default()).

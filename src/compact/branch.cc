@@ -190,15 +190,48 @@ Result<BranchResult> ComputeBranch(const Session& session, const BranchOptions& 
   return r;
 }
 
+namespace {
+
+// Whether the computed navigation still applies to the session as it is now
+// (AppendComputedLines' recheck). A summary describes the branch being left
+// as it was read: an entry appended to it since (the leaf moved) would be
+// missing from the summary, so the branch is refused. A plain move needs only
+// its target.
+Result<std::vector<std::string>> RecheckBranch(const Session& now, const std::string& path,
+                                               const BranchOptions& o, const BranchResult& r) {
+  if (!now.Find(o.target_id))
+    return Status::FailedPrecondition(path + ": entry " + o.target_id +
+                                      " is no longer in the file; nothing written");
+  if (!r.summary.empty()) {
+    const std::optional<size_t> leaf = now.Leaf();
+    const std::string from = o.from_leaf ? *o.from_leaf : r.old_leaf_id;
+    const bool moved = o.from_leaf ? !now.Find(*o.from_leaf)
+                                   : (!leaf || now.entry(*leaf).id != std::string_view(from));
+    if (moved)
+      return Status::FailedPrecondition(
+          path +
+          ": an entry was appended while the branch summary was computed; nothing written "
+          "(run branch again)");
+  }
+  return r.appended;
+}
+
+}  // namespace
+
 Result<BranchResult> BranchFile(const std::string& path, const BranchOptions& o) {
   LoadOptions load;
   load.env = o.env;
+  // The file before the load: unchanged at the append, the result still fits.
+  std::optional<FileIdentity> loaded;
+  if (Result<FileInfo> before = EnvOrDefault(o.env)->Stat(path); before.ok())
+    loaded = before->identity;
   COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(path, load));
   COMPACTOR_ASSIGN_OR_RETURN(BranchResult r, ComputeBranch(*session, o));
   if (r.noop || o.dry_run) return r;
   AppendOptions append;
   append.env = o.env;
-  COMPACTOR_RETURN_IF_ERROR(AppendLines(path, r.appended, append));
+  RecheckFn recheck = [&](const Session& now) { return RecheckBranch(now, path, o, r); };
+  COMPACTOR_RETURN_IF_ERROR(AppendComputedLines(path, loaded, r.appended, recheck, append));
   if (o.hooks) {
     AfterTreeEvent ev{r.new_leaf_id, r.old_leaf_id, r.summary.empty() ? "" : r.appended[0],
                       r.from_hook};

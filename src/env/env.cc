@@ -33,9 +33,11 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
-std::string TempNameFor(const std::string& path, uint64_t random) {
+std::string TempPrefixFor(const std::string& path) { return path + ".tmp-"; }
+
+std::string TempNameFor(const std::string& path, int64_t pid, uint64_t random) {
   static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string name = path + ".tmp-";
+  std::string name = TempPrefixFor(path) + std::to_string(pid) + "-";
   for (int i = 0; i < 6; ++i) {
     name.push_back(kChars[random % 62]);
     random /= 62;

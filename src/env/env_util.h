@@ -18,8 +18,13 @@ Status ErrnoStatus(const std::string& path, std::string_view what, int error);
 // The directory part of `path` ("." for a bare name, "/" for "/x").
 std::string DirName(const std::string& path);
 
-// A temporary file name next to `path`: "<path>.tmp-" and 6 characters from `random`.
-std::string TempNameFor(const std::string& path, uint64_t random);
+// A temporary file name next to `path`: "<path>.tmp-<pid>-" and 6
+// characters from `random` (the pid tells a person whose file it was; whether
+// its owner is alive is told by the flock it holds, not by the pid).
+std::string TempNameFor(const std::string& path, int64_t pid, uint64_t random);
+
+// The prefix every temporary file name of `path` starts with: "<path>.tmp-".
+std::string TempPrefixFor(const std::string& path);
 
 }  // namespace compactor::internal
 

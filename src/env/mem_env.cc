@@ -22,6 +22,8 @@ using internal::ErrnoStatus;
 // The umask applied to created files (the common default).
 constexpr uint32_t kUmask = 022;
 constexpr uint64_t kDevice = 1;
+// The process id in this environment's temporary file names.
+constexpr int64_t kPid = 1;
 
 struct Node {
   uint64_t inode = 0;
@@ -84,6 +86,19 @@ class MemThread final : public Thread {
 
 class MemEnvImpl;
 
+// A file held open: the node, whatever is renamed over its path later.
+class MemReadableFile final : public ReadableFile {
+ public:
+  MemReadableFile(MemEnvImpl* env, std::shared_ptr<Node> node)
+      : env_(env), node_(std::move(node)) {}
+  Result<FileIdentity> Identity() override;
+  Result<std::string> ReadAt(uint64_t offset, size_t max) override;
+
+ private:
+  MemEnvImpl* env_;
+  std::shared_ptr<Node> node_;
+};
+
 class MemFileLock final : public FileLock {
  public:
   MemFileLock(MemEnvImpl* env, std::string path, bool exclusive, uint64_t generation)
@@ -140,14 +155,48 @@ class MemEnvImpl final : public MemEnv {
     return *n->data;
   }
 
+  Result<std::unique_ptr<ReadableFile>> OpenReadable(const std::string& path) override {
+    std::lock_guard<std::mutex> l(mu_);
+    ++counters_.reads;
+    auto it = files_.find(Normalize(path));
+    if (it == files_.end()) {
+      if (dirs_.count(Normalize(path)))
+        return Status::FailedPrecondition(path + ": is a directory");
+      return ErrnoStatus(path, "", ENOENT);
+    }
+    return std::unique_ptr<ReadableFile>(new MemReadableFile(this, it->second));
+  }
+
+  // What MemReadableFile asks, under the environment's mutex.
+  FileIdentity NodeIdentity(const Node& n) {
+    std::lock_guard<std::mutex> l(mu_);
+    return IdentityOf(n);
+  }
+  std::string NodeRead(const Node& n, uint64_t offset, size_t max) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (offset >= n.data->size()) return {};
+    return n.data->substr(static_cast<size_t>(offset), max);
+  }
+
+  Result<std::vector<std::string>> RemoveStaleTemps(const std::string& path) override {
+    std::lock_guard<std::mutex> l(mu_);
+    // A replacement here is one step under the mutex: every temporary file
+    // still present belongs to a process that died (or was set up by a test).
+    const std::string prefix = internal::TempPrefixFor(Normalize(path));
+    std::vector<std::string> removed;
+    for (auto it = files_.lower_bound(prefix);
+         it != files_.end() && it->first.starts_with(prefix);) {
+      removed.push_back(it->first);
+      it = files_.erase(it);
+    }
+    return removed;
+  }
+
   Status AppendLines(const std::string& path, const std::vector<std::string>& lines,
                      bool sync) override {
     std::lock_guard<std::mutex> l(mu_);
     COMPACTOR_ASSIGN_OR_RETURN(Node * n, FindFile(path));
     if (lines.empty()) return Status::Ok();
-    if (!n->data->empty() && n->data->back() != '\n') {
-      COMPACTOR_RETURN_IF_ERROR(WriteAll(n, "\n", path));
-    }
     std::string buf;
     for (const std::string& line : lines) {
       buf.assign(line);
@@ -163,7 +212,7 @@ class MemEnvImpl final : public MemEnv {
     std::lock_guard<std::mutex> l(mu_);
     const std::string target = Normalize(path);
     if (dirs_.count(target)) return Status::FailedPrecondition(path + ": is a directory");
-    const std::string tmp_name = internal::TempNameFor(path, rng_());
+    const std::string tmp_name = internal::TempNameFor(path, kPid, rng_());
     const std::string tmp = Normalize(tmp_name);
     if (!dirs_.count(ParentOf(target))) return ErrnoStatus(path, "create temporary file", ENOENT);
     auto old = files_.find(target);
@@ -269,6 +318,7 @@ class MemEnvImpl final : public MemEnv {
     return mono_us_;
   }
   bool SleepMs(int64_t ms, const std::function<bool()>& cancelled) override {
+    std::function<void(int64_t)> hook;
     {
       std::lock_guard<std::mutex> l(mu_);
       sleeps_.push_back(ms);
@@ -276,7 +326,9 @@ class MemEnvImpl final : public MemEnv {
         wall_ms_ += ms;
         mono_us_ += ms * 1000;
       }
+      hook = sleep_hook_;
     }
+    if (hook) hook(ms);
     return !(cancelled && cancelled());
   }
   uint64_t Random64() override {
@@ -378,6 +430,20 @@ class MemEnvImpl final : public MemEnv {
     n->mtime_ns = NowNsLocked();
     return Status::Ok();
   }
+  Status AppendByOtherToInode(uint64_t inode, const std::string& bytes) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = by_inode_.find(inode);
+    std::shared_ptr<Node> n = it == by_inode_.end() ? nullptr : it->second.lock();
+    if (!n) return Status::NotFound("inode " + std::to_string(inode) + ": no such file");
+    MutableData(n.get())->append(bytes);
+    n->synced = *n->data;
+    n->mtime_ns = NowNsLocked();
+    return Status::Ok();
+  }
+  void SetSleepHook(std::function<void(int64_t)> hook) override {
+    std::lock_guard<std::mutex> l(mu_);
+    sleep_hook_ = std::move(hook);
+  }
   Status TruncateByOther(const std::string& path, uint64_t size) override {
     std::lock_guard<std::mutex> l(mu_);
     COMPACTOR_ASSIGN_OR_RETURN(Node * n, FindFile(path));
@@ -425,6 +491,7 @@ class MemEnvImpl final : public MemEnv {
   std::shared_ptr<Node> NewNode() {
     auto n = std::make_shared<Node>();
     n->inode = next_inode_++;
+    by_inode_[n->inode] = n;
     n->mtime_ns = NowNsLocked();
     return n;
   }
@@ -509,6 +576,8 @@ class MemEnvImpl final : public MemEnv {
   std::map<std::string, std::shared_ptr<Node>> files_;    // the namespace now
   std::map<std::string, std::shared_ptr<Node>> durable_;  // as of the last directory syncs
   std::set<std::string> dirs_;
+  std::map<uint64_t, std::weak_ptr<Node>> by_inode_;  // every node made, for AppendByOtherToInode
+  std::function<void(int64_t)> sleep_hook_;
   std::map<std::string, LockState> locks_;  // by lock file path
   std::condition_variable lock_cv_;
   uint64_t generation_ = 0;  // bumped by Crash(): older lock handles hold nothing
@@ -527,6 +596,11 @@ class MemEnvImpl final : public MemEnv {
 };
 
 MemFileLock::~MemFileLock() { env_->Unlock(path_, exclusive_, generation_); }
+
+Result<FileIdentity> MemReadableFile::Identity() { return env_->NodeIdentity(*node_); }
+Result<std::string> MemReadableFile::ReadAt(uint64_t offset, size_t max) {
+  return env_->NodeRead(*node_, offset, max);
+}
 
 }  // namespace
 

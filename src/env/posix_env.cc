@@ -160,6 +160,35 @@ class PosixFileLock final : public FileLock {
   bool exclusive_;
 };
 
+class PosixReadableFile final : public ReadableFile {
+ public:
+  PosixReadableFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  Result<FileIdentity> Identity() override {
+    struct stat st {};
+    if (fstat(fd_.get(), &st) != 0) return ErrnoStatus(path_, "stat", errno);
+    return IdentityOf(st);
+  }
+  Result<std::string> ReadAt(uint64_t offset, size_t max) override {
+    std::string out;
+    char chunk[1 << 16];
+    while (out.size() < max) {
+      const size_t want = std::min(sizeof chunk, max - out.size());
+      ssize_t n = ::pread(fd_.get(), chunk, want, static_cast<off_t>(offset + out.size()));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(path_, "read", errno);
+      }
+      if (n == 0) break;
+      out.append(chunk, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
+ private:
+  Fd fd_;
+  std::string path_;
+};
+
 class PosixThread final : public Thread {
  public:
   explicit PosixThread(std::thread t) : t_(std::move(t)) {}
@@ -238,6 +267,40 @@ class PosixEnv final : public Env {
     return out;
   }
 
+  Result<std::unique_ptr<ReadableFile>> OpenReadable(const std::string& path) override {
+    COMPACTOR_ASSIGN_OR_RETURN(int raw, OpenForReading(path));
+    Fd fd(raw);
+    struct stat st {};
+    if (fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "stat", errno);
+    if (!S_ISREG(st.st_mode)) return WrongKind(path, st.st_mode);
+    return std::unique_ptr<ReadableFile>(new PosixReadableFile(fd.Release(), path));
+  }
+
+  Result<std::vector<std::string>> RemoveStaleTemps(const std::string& path) override {
+    COMPACTOR_ASSIGN_OR_RETURN(std::string target, ResolveLinks(path));
+    const std::string dir = DirName(target);
+    const std::string prefix = internal::TempPrefixFor(target.substr(target.rfind('/') + 1));
+    Result<std::vector<std::string>> names = ListDir(dir);
+    if (!names.ok()) return names.status();
+    std::vector<std::string> removed;
+    for (const std::string& name : *names) {
+      if (!name.starts_with(prefix)) continue;
+      const std::string full = dir + "/" + name;
+      Fd fd(::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+      if (!fd.valid()) continue;  // gone already, or not ours to judge
+      struct stat st {};
+      if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      // A live ReplaceFile holds an exclusive flock on its temporary file.
+      if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+      // Remove the name only while it is still this very file.
+      struct stat now {};
+      if (::lstat(full.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)
+        continue;
+      if (::unlink(full.c_str()) == 0) removed.push_back(full);
+    }
+    return removed;
+  }
+
   Status AppendLines(const std::string& path, const std::vector<std::string>& lines,
                      bool sync) override {
     // O_NONBLOCK: opening a FIFO without a reader fails instead of waiting.
@@ -247,14 +310,6 @@ class PosixEnv final : public Env {
     if (fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "stat", errno);
     if (!S_ISREG(st.st_mode)) return WrongKind(path, st.st_mode);
     if (lines.empty()) return Status::Ok();
-    // A file that does not end with '\n' has a torn last line: start on a new line.
-    if (st.st_size > 0) {
-      Fd rfd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-      char last = '\n';
-      if (rfd.valid() && pread(rfd.get(), &last, 1, st.st_size - 1) == 1 && last != '\n') {
-        COMPACTOR_RETURN_IF_ERROR(WriteAll(fd.get(), "\n", path));
-      }
-    }
     std::string buf;
     for (const std::string& line : lines) {
       buf.assign(line);
@@ -278,13 +333,16 @@ class PosixEnv final : public Env {
     std::string tmp;
     Fd fd;
     for (int attempt = 0; attempt < 100 && !fd.valid(); ++attempt) {
-      tmp = internal::TempNameFor(target, Random64());
+      tmp = internal::TempNameFor(target, static_cast<int64_t>(::getpid()), Random64());
       fd = Fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                      static_cast<mode_t>(options.create_mode & 07777)));
       if (!fd.valid() && errno != EEXIST)
         return ErrnoStatus(target, "create temporary file", errno);
     }
     if (!fd.valid()) return ErrnoStatus(target, "create temporary file", EEXIST);
+    // Held until the descriptor is closed: tells RemoveStaleTemps this file's
+    // owner is alive (a killed process's flock is gone with it).
+    (void)flock(fd.get(), LOCK_EX | LOCK_NB);
     auto fail = [&tmp](Status s) {
       ::unlink(tmp.c_str());
       return s;
@@ -293,14 +351,23 @@ class PosixEnv final : public Env {
       // Keep the old file's owner (best effort: only root may give a file
       // away) and permission bits (not subject to the umask this way).
       if (fchown(fd.get(), st.st_uid, st.st_gid) != 0) {
-        // Not permitted: the new file belongs to this process's user.
+        // Not permitted (only root may give a file away): checked below.
+      }
+      struct stat made {};
+      if (fstat(fd.get(), &made) != 0) return fail(ErrnoStatus(tmp, "stat", errno));
+      if (made.st_uid != st.st_uid || made.st_gid != st.st_gid) {
+        // The rename would silently hand another user's file to this one.
+        return fail(Status::FailedPrecondition(
+            target + ": belongs to uid " + std::to_string(st.st_uid) + " gid " +
+            std::to_string(st.st_gid) +
+            ", which a rewrite by this user cannot keep; nothing written"));
       }
       if (fchmod(fd.get(), st.st_mode & 07777) != 0) return fail(ErrnoStatus(tmp, "chmod", errno));
     }
     Status s = WriteAll(fd.get(), contents, tmp);
     if (!s.ok()) return fail(s);
     if (::fsync(fd.get()) != 0) return fail(ErrnoStatus(tmp, "fsync", errno));
-    if (fd.Close() != 0) return fail(ErrnoStatus(tmp, "close", errno));
+    // The descriptor (and its flock) stays open until the rename is done.
     if (existed && !options.backup_suffix.empty()) {
       std::string backup = target + options.backup_suffix;
       if (::unlink(backup.c_str()) != 0 && errno != ENOENT)
@@ -310,6 +377,7 @@ class PosixEnv final : public Env {
         return fail(ErrnoStatus(backup, "create backup", errno));
     }
     if (::rename(tmp.c_str(), target.c_str()) != 0) return fail(ErrnoStatus(tmp, "rename", errno));
+    if (fd.Close() != 0) return ErrnoStatus(target, "close", errno);
     // The rename is durable only once the directory is synced.
     Fd dir(::open(DirName(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir.valid()) return ErrnoStatus(DirName(target), "open directory", errno);

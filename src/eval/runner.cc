@@ -6,6 +6,7 @@
 
 #include "compactor/estimate.h"
 #include "compactor/eval.h"
+#include "compactor/strategy.h"
 #include "compactor/summarizer.h"
 
 namespace compactor {
@@ -57,14 +58,13 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   const int64_t start = env->MonotonicMicros();
   SessionEval ev;
   ev.session = session.path();
-  ev.strategy = config.strategy ? std::string(StrategyName(*config.strategy)) : "none";
+  ev.strategy = config.strategy ? std::string(config.strategy->name()) : "none";
   // notes and mask call no summarizer: naming one would mislabel their results.
-  const bool summarizes = config.strategy && *config.strategy != Strategy::kNotes &&
-                          *config.strategy != Strategy::kMask;
+  const bool summarizes = config.strategy && config.strategy->needs().summarizer;
   ev.summarizer = summarizes ? config.summarizer_name : "";
 
   ContextOptions context_options;
-  context_options.expand_compactions = true;
+  context_options.expander = StrategyExpander();
   COMPACTOR_ASSIGN_OR_RETURN(SessionContext before, BuildSessionContext(session, context_options));
   ev.context_tokens_before = HeuristicSum(before.messages);
 
@@ -72,12 +72,11 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   std::unique_ptr<Session> rebuilt_session;
   SessionContext rebuilt;
   std::string first_kept;
-  bool everything_summarized = false;
   if (!config.strategy) {
     rebuilt = std::move(before);
   } else {
     CompactOptions o = config.compact;
-    o.strategy = *config.strategy;
+    o.strategy = config.strategy;
     o.dry_run = true;
     o.only_if_needed = false;
     const int64_t compact_start = env->MonotonicMicros();
@@ -103,24 +102,7 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
     ev.summarized_tokens = r.summarized_tokens;
     ev.summary_tokens = r.summary.empty() ? 0 : EstimateTextTokens(r.summary);
     first_kept = r.first_kept_entry_id;
-    switch (r.strategy) {
-      case Strategy::kHandoff: {
-        COMPACTOR_ASSIGN_OR_RETURN(
-            rebuilt_session,
-            Session::FromString(computed->handoff_jsonl, session.path() + " (handoff)"));
-        everything_summarized = true;
-        break;
-      }
-      case Strategy::kMask: {
-        COMPACTOR_ASSIGN_OR_RETURN(
-            rebuilt_session,
-            Session::FromString(computed->rewritten_jsonl, session.path() + " (masked)"));
-        break;
-      }
-      default: {
-        COMPACTOR_ASSIGN_OR_RETURN(rebuilt_session, SessionWithAppended(session, r.entry_json));
-      }
-    }
+    COMPACTOR_ASSIGN_OR_RETURN(rebuilt_session, SessionAfterCompaction(session, *computed));
     COMPACTOR_ASSIGN_OR_RETURN(rebuilt, BuildSessionContext(*rebuilt_session, context_options));
   }
   ev.context_tokens_after = HeuristicSum(rebuilt.messages);
@@ -153,8 +135,9 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   for (size_t i = 0; i < facts.facts.size(); ++i) {
     FactOutcome& o = ev.outcomes[i];
     auto it = position.find(facts.facts[i].entry_id);
-    // Strategies that keep no verbatim tail (handoff, user-prompts) replace everything.
-    if (everything_summarized || (ev.compacted && !kept_at && ev.strategy != "mask")) {
+    // Strategies that keep no verbatim tail (handoff, user-prompts) replace
+    // everything; one that summarizes nothing (mask) replaces nothing.
+    if (ev.compacted && !kept_at && config.strategy->summarizes_history()) {
       o.in_summarized_part = true;
     } else if (kept_at && it != position.end()) {
       o.in_summarized_part = it->second < *kept_at;
@@ -242,7 +225,8 @@ std::vector<std::string> CheckTargets(const EvalSummary& s, const EvalTargets& t
   if (s.stale_as_current > t.stale_as_current)
     misses.push_back(fmt::format("{}: {} superseded facts presented as current (target {})",
                                  s.strategy, s.stale_as_current, t.stale_as_current));
-  if (s.strategy != "none" && s.strategy != "mask" &&
+  const CompactionStrategy* strategy = FindStrategy(s.strategy);
+  if (strategy && strategy->summarizes_history() &&
       s.SummaryReduction() + 1e-9 < t.summary_reduction)
     misses.push_back(fmt::format("{}: summary reduction {} < target {}", s.strategy,
                                  Percent(s.SummaryReduction()), Percent(t.summary_reduction)));

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "compactor/policy.h"
+#include "compactor/strategy.h"
 #include "compactor/tokenizer.h"
 
 namespace compactor {
@@ -15,17 +16,19 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr std::string_view kKeepPolicies[] = {"tokens", "turns", "messages", "opencode"};
-// compact.h's strategies (ParseStrategy) plus "off" (oh-my-pi: no automatic compaction).
-constexpr std::string_view kStrategies[] = {"summary", "context-full", "user-prompts", "notes",
-                                            "handoff", "mask",         "off"};
+struct NamedKeepPolicy {
+  KeepPolicy policy;
+  std::string_view name;
+};
+constexpr NamedKeepPolicy kKeepPolicies[] = {
+    {KeepPolicy::kRecentTokens, "tokens"},
+    {KeepPolicy::kLastTurns, "turns"},
+    {KeepPolicy::kLastMessages, "messages"},
+    {KeepPolicy::kOpencode, "opencode"},
+};
 
-bool KnownStrategy(std::string_view s) {
-  for (auto k : kStrategies) {
-    if (k == s) return true;
-  }
-  return false;
-}
+// A registered strategy (strategy.h) or "off" (oh-my-pi: no automatic compaction).
+bool KnownStrategy(std::string_view s) { return s == "off" || FindStrategy(s) != nullptr; }
 
 std::string TypeName(const Json& v) {
   if (v.is_number()) return "a number";
@@ -122,9 +125,8 @@ class Reader {
       } else if (key == "strategy") {
         COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.strategy));
         if (!KnownStrategy(s_.strategy)) {
-          return Error(path, fmt::format("unknown strategy \"{}\" (expected summary, user-prompts, "
-                                         "notes, handoff, mask or off)",
-                                         s_.strategy));
+          return Error(path, fmt::format("unknown strategy \"{}\" (expected {} or off)",
+                                         s_.strategy, StrategyNames()));
         }
       } else if (key == "reserveTokens") {
         COMPACTOR_RETURN_IF_ERROR(Integer(v, path, 0, s_.reserve_tokens));
@@ -138,26 +140,30 @@ class Reader {
       } else if (key == "contextWindow") {
         COMPACTOR_RETURN_IF_ERROR(Integer(v, path, 0, s_.context_window));
       } else if (key == "trigger") {
-        COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.trigger));
-        if (!ParseTriggerPreset(s_.trigger).ok()) {
-          return Error(path, fmt::format("unknown trigger preset \"{}\" (expected one of {})",
-                                         s_.trigger, TriggerPresetNames()));
+        std::string name;
+        COMPACTOR_RETURN_IF_ERROR(String(v, path, name));
+        Result<TriggerPreset> preset = ParseTriggerPreset(name);
+        if (!preset.ok()) {
+          return Error(path, fmt::format("unknown trigger preset \"{}\" (expected one of {})", name,
+                                         TriggerPresetNames()));
         }
+        s_.trigger = *preset;
       } else if (key == "keepPolicy") {
-        COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.keep_policy));
-        bool known = false;
-        for (auto k : kKeepPolicies) known = known || k == s_.keep_policy;
-        if (!known) {
-          return Error(path, fmt::format("unknown keep policy \"{}\" (expected tokens, turns, "
-                                         "messages or opencode)",
-                                         s_.keep_policy));
-        }
+        std::string name;
+        COMPACTOR_RETURN_IF_ERROR(String(v, path, name));
+        Result<KeepPolicy> policy = ParseKeepPolicy(name);
+        if (!policy.ok()) return Error(path, policy.status().message());
+        s_.keep_policy = *policy;
       } else if (key == "keepTurns") {
         COMPACTOR_RETURN_IF_ERROR(Int(v, path, 1, s_.keep_turns));
       } else if (key == "keepMessages") {
         COMPACTOR_RETURN_IF_ERROR(Int(v, path, 1, s_.keep_messages));
       } else if (key == "tokenizer") {
-        COMPACTOR_RETURN_IF_ERROR(String(v, path, s_.tokenizer));
+        // Parsed once every key is read (ParseSettingsJson): an unknown name is
+        // reported after type errors of later keys, as a whole-file error.
+        std::string name;
+        COMPACTOR_RETURN_IF_ERROR(String(v, path, name));
+        tokenizer_name_ = std::move(name);
       } else if (key == "pruning") {
         COMPACTOR_RETURN_IF_ERROR(Pruning(v, path));
       } else if (key == "compaction" && prefix.empty()) {
@@ -171,11 +177,14 @@ class Reader {
     return Status::Ok();
   }
 
+  // The settings read; the tokenizer name, if any, still to be parsed.
   LoadedSettings Take() && { return {std::move(s_), std::move(warnings_)}; }
+  const std::optional<std::string>& tokenizer_name() const { return tokenizer_name_; }
 
  private:
   std::string_view name_;
   CompactionSettings s_;
+  std::optional<std::string> tokenizer_name_;
   std::vector<SettingsWarning> warnings_;
 };
 
@@ -211,8 +220,17 @@ Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view
   // A pi-style file carries other applications' settings at the top level.
   COMPACTOR_RETURN_IF_ERROR(reader.Keys(doc, "", /*lenient=*/has_nested));
   if (has_nested) COMPACTOR_RETURN_IF_ERROR(reader.Keys(*nested, "compaction", /*lenient=*/false));
+  const std::optional<std::string> tokenizer = reader.tokenizer_name();
   LoadedSettings loaded = std::move(reader).Take();
   Status valid = ValidateSettings(loaded.settings);
+  if (valid.ok() && tokenizer) {
+    Result<std::optional<Encoding>> parsed = ParseTokenizerSetting(*tokenizer);
+    if (parsed.ok()) {
+      loaded.settings.tokenizer = *parsed;
+    } else {
+      valid = parsed.status();
+    }
+  }
   if (!valid.ok()) {
     return Status::InvalidArgument(fmt::format("settings file {}: {}", name, valid.message()));
   }
@@ -227,22 +245,40 @@ Status ValidateSettings(const CompactionSettings& s) {
   if (s.context_window < 0) return Status::InvalidArgument("contextWindow must not be negative");
   if (s.keep_turns < 1) return Status::InvalidArgument("keepTurns must be at least 1");
   if (s.keep_messages < 1) return Status::InvalidArgument("keepMessages must be at least 1");
-  if (!ParseTriggerPreset(s.trigger).ok()) {
-    return Status::InvalidArgument(fmt::format("unknown trigger preset \"{}\"", s.trigger));
-  }
   if (!KnownStrategy(s.strategy)) {
     return Status::InvalidArgument(fmt::format("unknown strategy \"{}\"", s.strategy));
   }
-  if (s.tokenizer != "estimate" && !ParseEncoding(s.tokenizer).ok()) {
-    return Status::InvalidArgument(
-        fmt::format("unknown tokenizer \"{}\" (estimate, o200k, cl100k)", s.tokenizer));
-  }
-  bool known_policy = false;
-  for (auto k : kKeepPolicies) known_policy = known_policy || k == s.keep_policy;
-  if (!known_policy) {
-    return Status::InvalidArgument(fmt::format("unknown keep policy \"{}\"", s.keep_policy));
-  }
   return Status::Ok();
+}
+
+Result<KeepPolicy> ParseKeepPolicy(std::string_view name) {
+  for (const auto& k : kKeepPolicies) {
+    if (k.name == name) return k.policy;
+  }
+  return Status::InvalidArgument(fmt::format(
+      "unknown keep policy \"{}\" (expected tokens, turns, messages or opencode)", name));
+}
+
+std::string_view KeepPolicyName(KeepPolicy policy) {
+  for (const auto& k : kKeepPolicies) {
+    if (k.policy == policy) return k.name;
+  }
+  return "tokens";
+}
+
+Result<std::optional<Encoding>> ParseTokenizerSetting(std::string_view name) {
+  if (name == "estimate") return std::optional<Encoding>();
+  Result<Encoding> encoding = ParseEncoding(name);
+  if (!encoding.ok()) {
+    return Status::InvalidArgument(
+        fmt::format("unknown tokenizer \"{}\" (estimate, o200k, cl100k)", name));
+  }
+  return std::optional<Encoding>(*encoding);
+}
+
+std::string_view TokenizerSettingName(const std::optional<Encoding>& tokenizer) {
+  if (!tokenizer) return "estimate";
+  return *tokenizer == Encoding::kO200kBase ? "o200k" : "cl100k";
 }
 
 namespace {
@@ -337,11 +373,11 @@ std::string SettingsToJson(const CompactionSettings& s) {
   }
   j["thresholdTokens"] = s.threshold_tokens;
   j["contextWindow"] = s.context_window;
-  j["trigger"] = s.trigger;
-  j["keepPolicy"] = s.keep_policy;
+  j["trigger"] = TriggerPresetName(s.trigger);
+  j["keepPolicy"] = KeepPolicyName(s.keep_policy);
   j["keepTurns"] = s.keep_turns;
   j["keepMessages"] = s.keep_messages;
-  j["tokenizer"] = s.tokenizer;
+  j["tokenizer"] = TokenizerSettingName(s.tokenizer);
   j["pruning"] = {{"enabled", s.pruning.enabled},
                   {"protectTokens", s.pruning.protect_tokens},
                   {"minimumSavings", s.pruning.minimum_savings},

@@ -1,4 +1,4 @@
-// pi 0.73.1's prepareCompaction over a Session (compaction-algorithms.md A4),
+// pi 0.73.1's prepareCompaction over a Session (docs/compatibility.md),
 // with Compactor's fixes and keep policies.
 #include "compactor/prepare.h"
 
@@ -185,12 +185,13 @@ Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOpt
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
                                         const PrepareOptions& options) {
   COMPACTOR_RETURN_IF_ERROR(ValidateSettings(options.settings));
-  COMPACTOR_ASSIGN_OR_RETURN(KeepPolicy policy, ParseKeepPolicy(options.settings.keep_policy));
+  const KeepPolicy policy = options.settings.keep_policy;
   TokenCounter counter;
   if (options.counter) {
     counter = *options.counter;
   } else {
-    COMPACTOR_ASSIGN_OR_RETURN(counter, TokenCounter::FromName(options.settings.tokenizer));
+    COMPACTOR_ASSIGN_OR_RETURN(
+        counter, TokenCounter::FromName(TokenizerSettingName(options.settings.tokenizer)));
   }
   PrepareResult result;
   result.context = std::move(context);

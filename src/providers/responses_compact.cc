@@ -1,7 +1,7 @@
 // OpenAI native compaction: POST <base>/responses/compact and the filtering of
-// its output into preserveData.openaiRemoteCompaction (compaction-algorithms.md
-// B9). The text summary is still produced locally; this only adds the opaque
-// replacement history that a Responses model can replay.
+// its output into preserveData.openaiRemoteCompaction (as oh-my-pi 15.7.2 does;
+// docs/model-input.md). The text summary is still produced locally; this only
+// adds the opaque replacement history that a Responses model can replay.
 #include <nlohmann/json.hpp>
 
 #include "compactor/estimate.h"

@@ -5,6 +5,7 @@
 
 #include "compactor/js_json.h"
 #include "compactor/prune.h"
+#include "compactor/writer.h"
 #include "util/file.h"
 #include "util/json_scan.h"
 #include "util/utf8.h"
@@ -113,29 +114,40 @@ Result<WriteRewrittenResult> WriteRewrittenSession(const Session& session, const
   WriteRewrittenResult result;
   if (plan.outputs.empty()) return result;
   Env* env = EnvOrDefault(options.env);
-  COMPACTOR_ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(env, path));
   ApplyOptions apply;
   apply.env = env;
-  apply.original_text = std::string_view(bytes.data(), bytes.size());
-  COMPACTOR_ASSIGN_OR_RETURN(std::string text, ApplyRewrite(session, plan, apply));
-  // An agent appending while we worked would lose its entry to the rename.
-  // (The full protocol, with the sidecar lock held across read and rename,
-  // belongs to the reliability work; this refuses instead.)
-  Result<FileInfo> now = env->Stat(path);
-  if (!now.ok() || !bytes.identity() || now->identity != *bytes.identity())
-    return Status::FailedPrecondition(path +
-                                      ": the file changed while it was rewritten; nothing written");
-  RewriteOptions rewrite = options.rewrite;
-  rewrite.env = env;
-  if (options.output_path.empty() || options.output_path == path) {
-    COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(path, text, rewrite));
+  auto rebuild = [&](std::string_view bytes) -> Result<std::string> {
+    apply.original_text = bytes;
+    return ApplyRewrite(session, plan, apply);
+  };
+  bool in_place = options.output_path.empty() || options.output_path == path;
+  if (!in_place) {
+    // -o naming the session itself under another name (a link) is in place too.
+    Result<FileInfo> out = env->Stat(options.output_path);
+    Result<FileInfo> in = env->Stat(path);
+    in_place = out.ok() && in.ok() && out->identity.inode == in->identity.inode &&
+               out->identity.device == in->identity.device;
+  }
+  if (in_place) {
+    SessionRewriteOptions rewrite;
+    rewrite.keep_backup = options.rewrite.keep_backup;
+    rewrite.backup_suffix = options.rewrite.backup_suffix;
+    rewrite.lock_timeout_ms = options.lock_timeout_ms;
+    rewrite.grace_ms = options.grace_ms;
+    rewrite.env = env;
+    COMPACTOR_ASSIGN_OR_RETURN(SessionRewriteResult done,
+                               RewriteSessionFile(path, rebuild, rewrite));
     result.output_path = path;
     if (options.rewrite.keep_backup) result.backup_path = path + options.rewrite.backup_suffix;
-  } else {
-    COMPACTOR_RETURN_IF_ERROR(
-        WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak", env}));
-    result.output_path = options.output_path;
+    result.carried_bytes = done.carried_before_rename + done.carried_after_rename;
+    return result;
   }
+  COMPACTOR_ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(env, path));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string text,
+                             rebuild(std::string_view(bytes.data(), bytes.size())));
+  COMPACTOR_RETURN_IF_ERROR(
+      WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak", env}));
+  result.output_path = options.output_path;
   return result;
 }
 

@@ -13,6 +13,7 @@
 #include "compactor/overflow.h"
 #include "compactor/policy.h"
 #include "compactor/prune.h"
+#include "compactor/strategy.h"
 #include "compactor/writer.h"
 
 namespace compactor {
@@ -31,6 +32,21 @@ struct Held {
   std::string json;
   bool queued_user = false;  // QueueUserMessage (reported as delivered) vs AppendMessage
 };
+
+// The fields of an assistant message the overflow rules read.
+OverflowInput OverflowFacts(const Message& msg, const TurnOutcome& outcome) {
+  OverflowInput in;
+  in.stop_reason = msg.stop_reason;
+  in.error_message = msg.error_message;
+  if (msg.usage) {
+    in.input = msg.usage->input;
+    in.output = msg.usage->output;
+    in.cache_read = msg.usage->cache_read;
+    in.cache_write = msg.usage->cache_write;
+  }
+  in.http_status = outcome.http_status;
+  return in;
+}
 
 }  // namespace
 
@@ -140,7 +156,7 @@ struct Runtime::State {
     COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
     ContextOptions co;
     if (!leaf.empty()) co.leaf_id = leaf;
-    co.expand_compactions = true;
+    co.expander = StrategyExpander();
     COMPACTOR_ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(*sess, co));
     return EstimateCurrentContextTokens(*sess, ctx, o.counter).tokens;
   }
@@ -154,7 +170,7 @@ struct Runtime::State {
     }
     ContextOptions co;
     if (!leaf.empty()) co.leaf_id = leaf;
-    co.expand_compactions = true;
+    co.expander = StrategyExpander();
     auto ctx = BuildSessionContext(**sess, co);
     if (!ctx.ok()) {
       Warn("rebuilding the context: " + ctx.status().message());
@@ -340,18 +356,22 @@ struct Runtime::State {
     idle_armed = false;
     CompactOptions co;
     co.settings = settings;
-    std::string strategy_name = settings.strategy == "off" ? "summary" : settings.strategy;
-    auto strategy = ParseStrategy(strategy_name);
-    if (!strategy.ok()) {
-      compacting = false;
-      return strategy.status();
+    const CompactionStrategy* strategy = &DefaultStrategy();
+    if (settings.strategy != "off") {
+      auto named = ParseStrategy(settings.strategy);
+      if (!named.ok()) {
+        compacting = false;
+        return named.status();
+      }
+      strategy = *named;
     }
-    // A handoff would resend the overflowing input (omp B5): overflow and
-    // incomplete recovery always summarize.
-    if (*strategy == Strategy::kHandoff &&
+    // A strategy that starts a new session (handoff) would resend the
+    // overflowing input (oh-my-pi's rule): overflow and incomplete recovery always use
+    // the default strategy.
+    if (strategy->output() == CompactionOutput::kNewSession &&
         (reason == CompactionReason::kOverflow || reason == CompactionReason::kIncomplete))
-      *strategy = Strategy::kSummary;
-    co.strategy = *strategy;
+      strategy = &DefaultStrategy();
+    co.strategy = strategy;
     co.summarizer = o.summarizer;
     co.instructions = std::move(instructions);
     if (!leaf.empty()) co.leaf_id = leaf;
@@ -363,8 +383,8 @@ struct Runtime::State {
     RuntimeEvent ev;
     ev.kind = RuntimeEvent::Kind::kCompactionStart;
     ev.reason = reason;
-    ev.action = *strategy == Strategy::kHandoff ? "handoff" : "compact";
-    ev.strategy = std::string(StrategyName(*strategy));
+    ev.action = strategy->output() == CompactionOutput::kNewSession ? "handoff" : "compact";
+    ev.strategy = std::string(strategy->name());
     ev.tokens_before = tokens_before;
     ev.will_retry = will_retry;
     Emit(ev);
@@ -382,7 +402,8 @@ struct Runtime::State {
     } else {
       out.result = *r;
       if (r->compacted) {
-        if (r->strategy == Strategy::kHandoff && !r->output_path.empty()) path = r->output_path;
+        if (r->output == CompactionOutput::kNewSession && !r->output_path.empty())
+          path = r->output_path;
         dirty = true;
         auto sess = Load();
         if (sess.ok()) {
@@ -487,6 +508,145 @@ struct Runtime::State {
     action.delivered = std::move(c->delivered);
     return action;
   }
+  // After an overflow or a truncated (length) response, which is dropped
+  // (never written), so the retried request does not contain it and no
+  // compaction sees it: compacts or promotes the model and asks for a retry,
+  // or gives up.
+  Result<RuntimeAction> RecoverDroppedTurn(std::unique_lock<std::mutex>& lk,
+                                           const TurnOutcome& outcome, const CompactionSettings& s,
+                                           bool overflow) {
+    const CompactionReason reason =
+        overflow ? CompactionReason::kOverflow : CompactionReason::kIncomplete;
+    int& count = overflow ? overflow_count : incomplete_count;
+    const int cap = overflow ? o.max_overflow_compactions : o.max_incomplete_recoveries;
+    COMPACTOR_ASSIGN_OR_RETURN(double tokens, Measure());
+    if (count >= cap) {
+      count = 0;
+      return GiveUpRecovery(outcome, overflow, cap);
+    }
+    ++count;
+    RuntimeAction action;
+    bool need_compaction = overflow;
+    if (!overflow) {
+      // Compaction cannot raise an output cap: compact only when the context
+      // is over the threshold too, otherwise just retry (omp #8277).
+      auto d = ShouldCompact(tokens, s.context_window, s);
+      need_compaction = d.ok() && d->compact;
+    }
+    if (!need_compaction) {
+      action.kind = RuntimeAction::Kind::kRetryTurn;
+      return action;
+    }
+    if (o.promote_on_overflow) {
+      if (auto target = PromotionTarget()) {
+        COMPACTOR_ASSIGN_OR_RETURN(ModelInfo m, Promote(*target, reason, tokens));
+        action.kind = RuntimeAction::Kind::kSwitchModel;
+        action.retry = true;
+        action.model = m;
+        return action;
+      }
+    }
+    action.kind = RuntimeAction::Kind::kGiveUp;
+    if (!AutoEnabled(s)) {
+      action.error = overflow ? "Context overflow and automatic compaction is disabled."
+                              : "Incomplete response over the threshold and automatic "
+                                "compaction is disabled.";
+      return action;
+    }
+    const std::string prefix =
+        overflow ? "Context overflow recovery failed: " : "Incomplete response recovery failed: ";
+    if (!HasNewContent()) {
+      action.error = prefix +
+                     "nothing was added since the last compaction, so compacting again cannot "
+                     "shrink the request.";
+      return action;
+    }
+    auto c = Compact(lk, reason, s, "", true, tokens);
+    if (!c.ok()) {
+      action.error = prefix + c.status().message();
+    } else if (!c->result.compacted) {
+      action.error = prefix + c->result.skipped_reason;
+    } else {
+      action.kind = RuntimeAction::Kind::kRetryTurn;
+      action.delivered = std::move(c->delivered);
+    }
+    return action;
+  }
+
+  // The recovery cap is reached: no more compact-and-retry.
+  Result<RuntimeAction> GiveUpRecovery(const TurnOutcome& outcome, bool overflow, int cap) {
+    RuntimeAction action;
+    action.kind = RuntimeAction::Kind::kGiveUp;
+    if (overflow) {
+      action.error = fmt::format(
+          "Context overflow recovery failed after {} compact-and-retry attempts. Try reducing "
+          "context or switching to a larger-context model.",
+          cap);
+    } else {
+      // Keep what the model wrote: the user may still use it.
+      COMPACTOR_RETURN_IF_ERROR(WriteMessage(outcome.assistant_json, nullptr).status());
+      action.error = fmt::format(
+          "The response hit the output limit {} times in a row; giving up on recovery.", cap + 1);
+    }
+    return action;
+  }
+
+  // Every response but an overflow or a truncated one is written; then a
+  // deferred manual or a threshold compaction, held messages, auto-continue.
+  Result<RuntimeAction> KeepTurn(std::unique_lock<std::mutex>& lk, const TurnOutcome& outcome,
+                                 const Message& msg) {
+    RuntimeAction action;
+    COMPACTOR_RETURN_IF_ERROR(WriteMessage(outcome.assistant_json, nullptr).status());
+    if (msg.stop_reason != "error") {
+      overflow_count = 0;
+      incomplete_count = 0;
+    }
+    const bool ends_run = msg.stop_reason != "toolUse";
+    if (ends_run) idle_armed = o.idle_after_ms > 0;
+    if (msg.stop_reason == "aborted") {
+      COMPACTOR_ASSIGN_OR_RETURN(action.delivered, FlushHeld());
+      if (!action.delivered.empty()) action.kind = RuntimeAction::Kind::kContinue;
+      return action;
+    }
+
+    bool compacted = false;
+    if (deferred_manual) {
+      std::string instructions = std::move(*deferred_manual);
+      deferred_manual.reset();
+      auto c = Manual(lk, std::move(instructions));
+      if (c.ok()) {
+        action.delivered = std::move(c->delivered);
+      }  // a failure is reported by the end event
+    } else {
+      COMPACTOR_ASSIGN_OR_RETURN(action, Threshold(lk, &compacted));
+    }
+    COMPACTOR_ASSIGN_OR_RETURN(std::vector<std::string> more, FlushHeld());
+    for (auto& m : more) action.delivered.push_back(std::move(m));
+
+    if (action.kind == RuntimeAction::Kind::kNone && ends_run && !action.delivered.empty()) {
+      action.kind = RuntimeAction::Kind::kContinue;  // the queued messages await an answer
+    } else if (action.kind == RuntimeAction::Kind::kNone && compacted &&
+               msg.stop_reason == "stop" && action.delivered.empty() && MayAutoContinue()) {
+      COMPACTOR_ASSIGN_OR_RETURN(action.continue_prompt, WriteAutoContinuePrompt());
+      action.kind = RuntimeAction::Kind::kContinue;
+    }
+    return action;
+  }
+
+  bool MayAutoContinue() const {
+    return o.auto_continue && auto_continues < o.max_auto_continues &&
+           (!o.has_open_work || o.has_open_work());
+  }
+
+  // Writes the user message that resumes the work after a compaction.
+  Result<std::string> WriteAutoContinuePrompt() {
+    std::string prompt = "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":";
+    AppendJsString(prompt, kAutoContinueText);
+    prompt += "}],\"timestamp\":" + std::to_string(env->NowMs()) + "}";
+    COMPACTOR_RETURN_IF_ERROR(WriteMessage(prompt, nullptr).status());
+    ++auto_continues;
+    return prompt;
+  }
 };
 
 Runtime::Runtime(std::unique_ptr<State> state) : s_(std::move(state)) {}
@@ -570,11 +730,10 @@ Status Runtime::BeginTurn() {
 Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
   std::unique_lock lk(s_->mu);
   State& st = *s_;
-  RuntimeAction action;
   if (st.discard_turn) {
     // CompactNow aborted this turn: its response was built on the old context.
     st.discard_turn = false;
-    return action;
+    return RuntimeAction{};
   }
   if (!st.in_turn) return Status::FailedPrecondition("AfterTurn without BeginTurn");
   st.in_turn = false;
@@ -588,145 +747,16 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
   CompactionSettings s = st.Settings();
   // Usage rules only apply to the model whose window we know.
   bool same_model = msg.model.empty() || msg.model == st.o.model.id;
-  int64_t window = same_model ? s.context_window : 0;
-  OverflowInput in;
-  in.stop_reason = msg.stop_reason;
-  in.error_message = msg.error_message;
-  if (msg.usage) {
-    in.input = msg.usage->input;
-    in.output = msg.usage->output;
-    in.cache_read = msg.usage->cache_read;
-    in.cache_write = msg.usage->cache_write;
-  }
-  in.http_status = outcome.http_status;
-  const bool overflow = IsContextOverflow(in, window);
-
-  auto finish = [&](RuntimeAction a) -> Result<RuntimeAction> {
-    st.Drain(lk);
-    return a;
-  };
-
-  // Overflow and incomplete output: the response is dropped (never written),
-  // so the retried request does not contain it and no compaction sees it.
+  const bool overflow =
+      IsContextOverflow(OverflowFacts(msg, outcome), same_model ? s.context_window : 0);
+  RuntimeAction action;
   if (overflow || msg.stop_reason == "length") {
-    const CompactionReason reason =
-        overflow ? CompactionReason::kOverflow : CompactionReason::kIncomplete;
-    int& count = overflow ? st.overflow_count : st.incomplete_count;
-    const int cap = overflow ? st.o.max_overflow_compactions : st.o.max_incomplete_recoveries;
-    COMPACTOR_ASSIGN_OR_RETURN(double tokens, st.Measure());
-    if (count >= cap) {
-      count = 0;
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      if (overflow) {
-        action.error = fmt::format(
-            "Context overflow recovery failed after {} compact-and-retry attempts. Try reducing "
-            "context or switching to a larger-context model.",
-            cap);
-      } else {
-        // Keep what the model wrote: the user may still use it.
-        COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(outcome.assistant_json, nullptr).status());
-        action.error = fmt::format(
-            "The response hit the output limit {} times in a row; giving up on recovery.", cap + 1);
-      }
-      return finish(std::move(action));
-    }
-    ++count;
-    bool need_compaction = overflow;
-    if (!overflow) {
-      // Compaction cannot raise an output cap: compact only when the context
-      // is over the threshold too, otherwise just retry (omp #8277).
-      auto d = ShouldCompact(tokens, s.context_window, s);
-      need_compaction = d.ok() && d->compact;
-    }
-    if (!need_compaction) {
-      action.kind = RuntimeAction::Kind::kRetryTurn;
-      return finish(std::move(action));
-    }
-    if (st.o.promote_on_overflow) {
-      if (auto target = st.PromotionTarget()) {
-        COMPACTOR_ASSIGN_OR_RETURN(ModelInfo m, st.Promote(*target, reason, tokens));
-        action.kind = RuntimeAction::Kind::kSwitchModel;
-        action.retry = true;
-        action.model = m;
-        return finish(std::move(action));
-      }
-    }
-    if (!State::AutoEnabled(s)) {
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      action.error = overflow ? "Context overflow and automatic compaction is disabled."
-                              : "Incomplete response over the threshold and automatic "
-                                "compaction is disabled.";
-      return finish(std::move(action));
-    }
-    if (!st.HasNewContent()) {
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      action.error = std::string(overflow ? "Context overflow recovery failed: "
-                                          : "Incomplete response recovery failed: ") +
-                     "nothing was added since the last compaction, so compacting again cannot "
-                     "shrink the request.";
-      return finish(std::move(action));
-    }
-    auto c = st.Compact(lk, reason, s, "", true, tokens);
-    std::string prefix =
-        overflow ? "Context overflow recovery failed: " : "Incomplete response recovery failed: ";
-    if (!c.ok()) {
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      action.error = prefix + c.status().message();
-      return finish(std::move(action));
-    }
-    if (!c->result.compacted) {
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      action.error = prefix + c->result.skipped_reason;
-      return finish(std::move(action));
-    }
-    action.kind = RuntimeAction::Kind::kRetryTurn;
-    action.delivered = std::move(c->delivered);
-    return finish(std::move(action));
-  }
-
-  // Every other response is kept.
-  COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(outcome.assistant_json, nullptr).status());
-  if (msg.stop_reason != "error") {
-    st.overflow_count = 0;
-    st.incomplete_count = 0;
-  }
-  const bool ends_run = msg.stop_reason != "toolUse";
-  if (ends_run) st.idle_armed = st.o.idle_after_ms > 0;
-  if (msg.stop_reason == "aborted") {
-    COMPACTOR_ASSIGN_OR_RETURN(action.delivered, st.FlushHeld());
-    if (!action.delivered.empty()) action.kind = RuntimeAction::Kind::kContinue;
-    return finish(std::move(action));
-  }
-
-  bool compacted = false;
-  if (st.deferred_manual) {
-    std::string instructions = std::move(*st.deferred_manual);
-    st.deferred_manual.reset();
-    auto c = st.Manual(lk, std::move(instructions));
-    if (c.ok()) {
-      action.delivered = std::move(c->delivered);
-    }  // a failure is reported by the end event
+    COMPACTOR_ASSIGN_OR_RETURN(action, st.RecoverDroppedTurn(lk, outcome, s, overflow));
   } else {
-    COMPACTOR_ASSIGN_OR_RETURN(action, st.Threshold(lk, &compacted));
+    COMPACTOR_ASSIGN_OR_RETURN(action, st.KeepTurn(lk, outcome, msg));
   }
-  COMPACTOR_ASSIGN_OR_RETURN(std::vector<std::string> more, st.FlushHeld());
-  for (auto& m : more) action.delivered.push_back(std::move(m));
-
-  if (action.kind == RuntimeAction::Kind::kNone && ends_run && !action.delivered.empty()) {
-    action.kind = RuntimeAction::Kind::kContinue;  // the queued messages await an answer
-  } else if (action.kind == RuntimeAction::Kind::kNone && compacted && st.o.auto_continue &&
-             msg.stop_reason == "stop" && action.delivered.empty() &&
-             st.auto_continues < st.o.max_auto_continues &&
-             (!st.o.has_open_work || st.o.has_open_work())) {
-    std::string prompt = "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":";
-    AppendJsString(prompt, kAutoContinueText);
-    prompt += "}],\"timestamp\":" + std::to_string(st.env->NowMs()) + "}";
-    COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(prompt, nullptr).status());
-    ++st.auto_continues;
-    action.kind = RuntimeAction::Kind::kContinue;
-    action.continue_prompt = std::move(prompt);
-  }
-  return finish(std::move(action));
+  st.Drain(lk);
+  return action;
 }
 
 Result<ManualCompaction> Runtime::RequestCompaction(std::string instructions) {

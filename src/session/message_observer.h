@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compactor/session.h"
+#include "util/kernel.h"
 
 namespace compactor {
 namespace internal {
@@ -62,6 +63,11 @@ class MessageObserver {
   // indexer needs no second walk for the fields it keeps.
   virtual bool Measure(simdjson::ondemand::object message, internal::MessageMeasure* out,
                        const internal::OtherField* other) const = 0;
+  // The same observer compiled for CPU kernel `kernel` (util/kernel.h): the
+  // indexer's copy for a kernel walks JSON with that kernel's simdjson
+  // On-Demand types, so it may only call a Measure compiled with them. The
+  // indexer asks the observer it was given (baseline code) once per load.
+  virtual const MessageObserver* ForKernel(const internal::KernelTable& kernel) const = 0;
 };
 
 }  // namespace compactor

@@ -17,6 +17,7 @@
 #include "session/message_observer.h"
 #include "util/file.h"
 #include "util/json_scan.h"
+#include "util/kernel.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -88,7 +89,9 @@ std::string LoadWarning::ToString() const {
   return file + ":" + std::to_string(line) + ": " + message;
 }
 
-struct Session::Impl {
+// The session's state, at namespace scope (Session::Impl is private) so that
+// the CPU kernels' copies of ParseChunk can be handed it (util/kernel.h).
+struct SessionState {
   std::string path;
   internal::FileBytes file;
   std::string owned;  // FromString contents (followed by padding)
@@ -199,6 +202,10 @@ struct Session::Impl {
   bool v1_ids = false;  // ids and parentIds were assigned by the v1 migration
   std::vector<LoadWarning> warnings;
   LoadOptions options;
+  // Chosen once per Load: the CPU kernel whose copy of ParseChunk runs, and
+  // options.message_observer compiled for that kernel (ForKernel).
+  const internal::KernelTable* kernel = nullptr;
+  const MessageObserver* observer = nullptr;
 
   // A string value (unescaped) kept in `st`. False, leaving `out` alone, for a
   // non-string.
@@ -254,6 +261,8 @@ struct Session::Impl {
   void Index();
 };
 
+struct Session::Impl : SessionState {};
+
 namespace {
 
 bool GetString(simdjson::ondemand::value v, std::string* out) {
@@ -265,8 +274,8 @@ bool GetString(simdjson::ondemand::value v, std::string* out) {
 
 }  // namespace
 
-void Session::Impl::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span,
-                                Storage& st) {
+void SessionState::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span,
+                               Storage& st) {
   e->estimate = m.tokens;
   e->tool_call_blocks = static_cast<int32_t>(std::min<int64_t>(m.tool_call_blocks, INT32_MAX));
   span->file_calls_known = m.file_calls_known;
@@ -283,7 +292,7 @@ void Session::Impl::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Spa
   span->file_calls = st.Keep(packed);
 }
 
-bool Session::Impl::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
+bool SessionState::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
   std::string_view unescaped;
   if (v.get_string().get(unescaped)) return false;
   *out = st.Keep(unescaped);
@@ -324,9 +333,9 @@ bool GetNumber(simdjson::ondemand::value v, double* out) {
 
 }  // namespace
 
-bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
-                              HeaderFields* hf, bool* is_header, std::string* error,
-                              simdjson::ondemand::parser& parser, Storage& st) {
+bool SessionState::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
+                             HeaderFields* hf, bool* is_header, std::string* error,
+                             simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::padded_string_view view;
   if (padded_ok) {
     view = simdjson::padded_string_view(line.data(), line.size(),
@@ -343,7 +352,7 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   // that need the tolerant estimate; the entry is then read again without it
   // and its message measured on its own (MeasureStoredMessage).
   bool gave_up = false;
-  if (WalkEntry(view, line, options.message_observer != nullptr, &gave_up, e, span, hf, is_header,
+  if (WalkEntry(view, line, observer != nullptr, &gave_up, e, span, hf, is_header,
                 error, parser, st))
     return true;
   if (!gave_up) return false;
@@ -353,10 +362,10 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   return WalkEntry(view, line, false, &gave_up, e, span, hf, is_header, error, parser, st);
 }
 
-bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_view line,
-                              bool measure_inline, bool* gave_up, Entry* e, Span* span,
-                              HeaderFields* hf, bool* is_header, std::string* error,
-                              simdjson::ondemand::parser& parser, Storage& st) {
+bool SessionState::WalkEntry(simdjson::padded_string_view view, std::string_view line,
+                             bool measure_inline, bool* gave_up, Entry* e, Span* span,
+                             HeaderFields* hf, bool* is_header, std::string* error,
+                             simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::ondemand::document doc;
   if (auto err = parser.iterate(view).get(doc)) {
     *error = simdjson::error_message(err);
@@ -444,7 +453,7 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
         // "role" itself.
         const internal::OtherField other = member;
         thread_local internal::MessageMeasure measure;
-        if (!options.message_observer->Measure(m, &measure, &other)) {
+        if (!observer->Measure(m, &measure, &other)) {
           *gave_up = true;
           return false;
         }
@@ -517,7 +526,7 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
     span->file_calls_known = false;
     span->file_calls = {};
   }
-  if (options.message_observer != nullptr && !measure_inline && e->type == EntryType::kMessage &&
+  if (observer != nullptr && !measure_inline && e->type == EntryType::kMessage &&
       span->msg_len != 0) {
     // Second walk over the same structural index (no second parse): find the
     // message object recorded above (the last "message" key, as JSON.parse
@@ -535,7 +544,7 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
         if (v.raw_json_token().data() != msg_start) continue;
         simdjson::ondemand::object m;
         thread_local internal::MessageMeasure measure;
-        if (!v.get_object().get(m) && options.message_observer->Measure(m, &measure, nullptr))
+        if (!v.get_object().get(m) && observer->Measure(m, &measure, nullptr))
           KeepMeasure(measure, e, span, st);
         break;
       }
@@ -548,7 +557,11 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
   return true;
 }
 
-void Session::Impl::ParseChunk(Chunk& c) {
+void SessionState::ParseChunk(Chunk& c) {
+#ifndef COMPACTOR_KERNEL
+  // The copy of this function compiled for the active CPU kernel, if any.
+  if (auto* parse = kernel->session_parse_chunk) return parse(this, &c);
+#endif
   simdjson::ondemand::parser parser;
   Storage& st = *c.storage;
   // Reserve for short lines (real entries average over 1 KB): the index never
@@ -564,7 +577,7 @@ void Session::Impl::ParseChunk(Chunk& c) {
   size_t last_progress = c.begin;
   // Callers that measure messages will read them again (file operations,
   // usage): keep the pages then rather than fault them back in.
-  const bool release = size > kReleaseThreshold && options.message_observer == nullptr;
+  const bool release = size > kReleaseThreshold && observer == nullptr;
   auto warn = [&c](uint32_t line, std::string message) {
     c.warnings.emplace_back(line, std::move(message));
   };
@@ -659,7 +672,10 @@ void Session::Impl::ParseChunk(Chunk& c) {
   c.lines = line_no;
 }
 
-Status Session::Impl::Load() {
+Status SessionState::Load() {
+  kernel = &internal::ActiveKernel();
+  observer = options.message_observer != nullptr ? options.message_observer->ForKernel(*kernel)
+                                                 : nullptr;
   // Large files are indexed by two threads, each over about half of the
   // lines (split after a newline); results are joined in file order, so
   // entries, warnings and errors are those of a single pass.
@@ -777,13 +793,13 @@ Status Session::Impl::Load() {
     std::vector<Entry>().swap(c.entries);
     std::vector<Span>().swap(c.spans);
   }
-  if (size > kReleaseThreshold && options.message_observer == nullptr) file.Release(0, size);
+  if (size > kReleaseThreshold && observer == nullptr) file.Release(0, size);
   Migrate();
   Index();
   return Status::Ok();
 }
 
-void Session::Impl::Migrate() {
+void SessionState::Migrate() {
   if (header.version >= 3) {
     // firstKeptEntryIndex means nothing in a v3 file; pi ignores it.
     for (Entry& e : entries)
@@ -841,7 +857,7 @@ void Session::Impl::Migrate() {
   }
 }
 
-void Session::Impl::Index() {
+void SessionState::Index() {
   by_id.Build(entries);
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -1087,3 +1103,10 @@ std::string Session::ToV3Jsonl() const {
 }
 
 }  // namespace compactor
+
+#ifdef COMPACTOR_KERNEL
+extern "C" void COMPACTOR_KERNEL_ENTRY(session_parse_chunk)(void* state, void* chunk) {
+  using compactor::SessionState;
+  static_cast<SessionState*>(state)->ParseChunk(*static_cast<SessionState::Chunk*>(chunk));
+}
+#endif

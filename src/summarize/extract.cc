@@ -617,12 +617,10 @@ class Extractor {
       std::string ls = Lower(s);
       uint32_t cues = Cues().Match(ls);
       if (IsConstraintSentence(s, ls, cues)) {
-        facts_.constraints.push_back(
-            Statement{order, OneLine(s, kSentenceMax), "", false, false, 0});
+        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 0});
       }
       if (!is_first && (cues & kBitGoal) && s.back() != '?') {
-        facts_.goal_statements.push_back(
-            Statement{order, OneLine(s, kSentenceMax), "", false, false, 2});
+        facts_.goal_statements.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 2});
       }
       MaybeDecision(s, ls, cues, order, nullptr);
       if ((cues & kBitUserPlan) && s.back() != '?') {
@@ -780,14 +778,17 @@ class Extractor {
     std::string file_path;
     // One scan of the arguments (they can hold a whole file) for both fields.
     ForEachJsonEntry(b.arguments_json, [&](std::string_view key, std::string_view value) {
-      if (value.size() < 2 || value.front() != '"') return;
+      std::string* field = nullptr;
       if (key == "path") {
-        call.path = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &call.path;
       } else if (key == "file_path") {
-        file_path = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &file_path;
       } else if (key == "command" && b.tool_name == "bash") {
-        call.command = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &call.command;
       }
+      if (field == nullptr) return;
+      // A later duplicate that is not a string leaves the earlier value.
+      if (std::optional<std::string> text = JsonStringValue(value)) *field = std::move(*text);
     });
     if (call.path.empty()) call.path = std::move(file_path);
     if (!call.path.empty() &&
@@ -1283,9 +1284,9 @@ void ApplySupersessionPairwise(std::vector<Statement*>& timeline) {
   }
 }
 
-Result<Facts> ExtractFacts(std::span<const Message> messages,
-                           const std::function<bool()>& is_cancelled,
-                           const std::function<void(size_t)>& wait_for_messages) {
+Result<Facts> ExtractSummaryFacts(std::span<const Message> messages,
+                                  const std::function<bool()>& is_cancelled,
+                                  const std::function<void(size_t)>& wait_for_messages) {
   Extractor extractor;
   return extractor.Run(messages, is_cancelled, wait_for_messages);
 }

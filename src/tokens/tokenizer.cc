@@ -15,9 +15,9 @@
 #include "tokens/bpe.h"
 #include "tokens/pretokenize.h"
 #include "tokens/rank_table.h"
-#include "tokens/utf8.h"
 #include "tokens/vocab_file.h"
 #include "util/file.h"
+#include "util/utf8.h"
 
 namespace compactor {
 namespace {
@@ -181,9 +181,8 @@ struct Tokenizer::Impl {
   template <typename F>
   void ForEachPiece(std::string_view text, F&& fn) const {
     std::string repaired;
-    size_t bad = tokens::FindInvalidUtf8(text);
-    if (bad != std::string_view::npos) {
-      repaired = tokens::RepairUtf8(text);
+    if (!internal::IsValidUtf8(text)) {
+      repaired = internal::ReplaceInvalidUtf8(text);
       size_t n = repaired.size();
       repaired.append(tokens::kReadPadding, '\0');
       text = std::string_view(repaired.data(), n);

@@ -12,6 +12,7 @@
 #include "compactor/context.h"
 #include "compactor/entries.h"
 #include "compactor/mem_env.h"
+#include "compactor/strategy.h"
 #include "support/test_util.h"
 
 namespace compactor {
@@ -113,7 +114,7 @@ TEST(CompactEnv, NotesHandoffAndMaskUseTheEnv) {
   std::string path = d.Write("s.jsonl", text);
 
   CompactOptions notes = Options(d.env());
-  notes.strategy = Strategy::kNotes;
+  notes.strategy = FindStrategy("notes");
   notes.notes_path = d.path() + "/notes.md";
   EXPECT_EQ(CompactFile(path, notes).status().code(), StatusCode::kNotFound);
   d.Write("notes.md", "# Goal\nShip it.\n");
@@ -122,7 +123,7 @@ TEST(CompactEnv, NotesHandoffAndMaskUseTheEnv) {
   EXPECT_THAT(n->summary, HasSubstr("Ship it."));
 
   CompactOptions handoff = Options(d.env());
-  handoff.strategy = Strategy::kHandoff;
+  handoff.strategy = FindStrategy("handoff");
   auto h = CompactFile(path, handoff);
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   ASSERT_TRUE(h->compacted);
@@ -133,7 +134,7 @@ TEST(CompactEnv, NotesHandoffAndMaskUseTheEnv) {
 
   std::string masked = d.Write("m.jsonl", text);
   CompactOptions mask = Options(d.env());
-  mask.strategy = Strategy::kMask;
+  mask.strategy = FindStrategy("mask");
   auto m = CompactFile(masked, mask);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   ASSERT_TRUE(m->compacted);

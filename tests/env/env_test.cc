@@ -189,13 +189,15 @@ TYPED_TEST(EnvTest, ReadFileReadsWholeFilesAndRefusesDirectories) {
 
 // --- AppendLines ---------------------------------------------------------------
 
-TYPED_TEST(EnvTest, AppendLinesWritesWholeLinesAndRepairsATornTail) {
+// The bytes go as given: whether a tail without its newline is torn or a
+// write in progress is the writer's decision (writer.h; write_protocol_test).
+TYPED_TEST(EnvTest, AppendLinesWritesWholeLinesAsGiven) {
   const std::string f = this->h.Path("s.jsonl");
-  this->h.Put(f, "{\"a\":1}\n{\"torn");
-  ASSERT_TRUE(this->env()->AppendLines(f, {"{\"b\":2}", "{\"c\":3}"}, false).ok());
-  EXPECT_EQ(*this->env()->ReadFile(f), "{\"a\":1}\n{\"torn\n{\"b\":2}\n{\"c\":3}\n");
+  this->h.Put(f, "{\"a\":1}\n{\"par");
+  ASSERT_TRUE(this->env()->AppendLines(f, {"t\"}", "{\"c\":3}"}, false).ok());
+  EXPECT_EQ(*this->env()->ReadFile(f), "{\"a\":1}\n{\"part\"}\n{\"c\":3}\n");
   ASSERT_TRUE(this->env()->AppendLines(f, {"{\"d\":4}"}, true).ok());  // with fsync
-  EXPECT_EQ(*this->env()->ReadFile(f), "{\"a\":1}\n{\"torn\n{\"b\":2}\n{\"c\":3}\n{\"d\":4}\n");
+  EXPECT_EQ(*this->env()->ReadFile(f), "{\"a\":1}\n{\"part\"}\n{\"c\":3}\n{\"d\":4}\n");
   ASSERT_TRUE(this->env()->AppendLines(f, {}, false).ok());  // nothing to add
 
   const std::string missing = this->h.Path("missing.jsonl");
@@ -213,8 +215,7 @@ TYPED_TEST(EnvTest, ConcurrentAppendersNeverMixLines) {
     writers.emplace_back([this, f, w] {
       for (int i = 0; i < 50; ++i) {
         std::string line(100 + static_cast<size_t>(w) * 37, static_cast<char>('a' + w));
-        // As the contract asks: the torn-line repair reads the last byte,
-        // which is only stable while no other writer is mid-write.
+        // As the contract asks: cooperating writers hold the sidecar lock.
         auto lock = this->env()->LockSession(f, LockOptions{});
         ASSERT_TRUE(lock.ok());
         EXPECT_TRUE(this->env()->AppendLines(f, {line}, false).ok());

@@ -26,11 +26,11 @@ TEST(CompactionSettingsTest, DocumentedDefaults) {
   EXPECT_EQ(s.threshold_percent, -1);
   EXPECT_EQ(s.threshold_tokens, -1);
   EXPECT_EQ(s.context_window, 0);
-  EXPECT_EQ(s.trigger, "pi");
-  EXPECT_EQ(s.keep_policy, "tokens");
+  EXPECT_EQ(s.trigger, TriggerPreset::kPi);
+  EXPECT_EQ(s.keep_policy, KeepPolicy::kRecentTokens);
   EXPECT_EQ(s.keep_turns, 6);
   EXPECT_EQ(s.keep_messages, 4);
-  EXPECT_EQ(s.tokenizer, "estimate");
+  EXPECT_EQ(s.tokenizer, std::nullopt);  // "estimate"
   EXPECT_FALSE(s.pruning.enabled);
   EXPECT_EQ(s.pruning.protect_tokens, 40000);
   EXPECT_EQ(s.pruning.minimum_savings, 20000);
@@ -56,8 +56,9 @@ TEST(ParseSettingsJsonTest, FlatKeys) {
   EXPECT_DOUBLE_EQ(s.threshold_percent, 80.5);
   EXPECT_EQ(s.threshold_tokens, 150000);
   EXPECT_EQ(s.context_window, 272000);
-  EXPECT_EQ(s.trigger, "omp");
-  EXPECT_EQ(s.keep_policy, "turns");
+  EXPECT_EQ(s.trigger, TriggerPreset::kOmp);
+  EXPECT_EQ(s.keep_policy, KeepPolicy::kLastTurns);
+  EXPECT_EQ(s.tokenizer, std::nullopt);
   EXPECT_EQ(s.keep_turns, 3);
   EXPECT_EQ(s.keep_messages, 7);
   EXPECT_TRUE(s.pruning.enabled);
@@ -124,12 +125,73 @@ TEST(ParseSettingsJsonTest, RoundTripsThroughSettingsToJson) {
   CompactionSettings s;
   s.reserve_tokens = 1234;
   s.threshold_percent = 42.5;
-  s.trigger = "kimi";
+  s.trigger = TriggerPreset::kKimi;
+  s.keep_policy = KeepPolicy::kOpencode;
+  s.tokenizer = Encoding::kCl100kBase;
   s.pruning.protected_tools = {"a", "b"};
   auto r = ParseSettingsJson(SettingsToJson(s), "round");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->warnings.empty());
   EXPECT_EQ(SettingsToJson(r->settings), SettingsToJson(s));
+}
+
+// trigger, keepPolicy and tokenizer are parsed once, at load, into their enums.
+TEST(ParseSettingsJsonTest, NamesAreParsedIntoEnums) {
+  auto r = ParseSettingsJson(
+      R"({"trigger": "codex", "keepPolicy": "opencode", "tokenizer": "o200k_base",
+          "compaction": {"tokenizer": "cl100k"}})",
+      "e.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->settings.trigger, TriggerPreset::kCodex);
+  EXPECT_EQ(r->settings.keep_policy, KeepPolicy::kOpencode);
+  EXPECT_EQ(r->settings.tokenizer, Encoding::kCl100kBase);  // the nested value wins
+  auto estimate = ParseSettingsJson(R"({"tokenizer": "estimate"})", "e.json");
+  ASSERT_TRUE(estimate.ok());
+  EXPECT_EQ(estimate->settings.tokenizer, std::nullopt);
+  EXPECT_EQ(*ParseTokenizerSetting("o200k"), Encoding::kO200kBase);
+  EXPECT_EQ(TokenizerSettingName(Encoding::kO200kBase), "o200k");
+  EXPECT_EQ(TokenizerSettingName(std::nullopt), "estimate");
+  EXPECT_EQ(*ParseKeepPolicy("messages"), KeepPolicy::kLastMessages);
+  EXPECT_EQ(KeepPolicyName(KeepPolicy::kLastTurns), "turns");
+}
+
+// The messages of the settings file format, word for word.
+TEST(ParseSettingsJsonTest, NameErrorsAreWordForWord) {
+  struct Case {
+    const char* json;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"trigger": "claude"})",
+       "settings file f.json: trigger: unknown trigger preset \"claude\" (expected one of pi, "
+       "omp, kimi, codex, opencode, nexus, nominal)"},
+      {R"({"keepPolicy": "all"})",
+       "settings file f.json: keepPolicy: unknown keep policy \"all\" (expected tokens, turns, "
+       "messages or opencode)"},
+      {R"({"compaction": {"strategy": "magic"}})",
+       "settings file f.json: compaction.strategy: unknown strategy \"magic\" (expected summary, "
+       "user-prompts, notes, handoff, mask or off)"},
+      {R"({"tokenizer": "p50k"})",
+       "settings file f.json: unknown tokenizer \"p50k\" (estimate, o200k, cl100k)"},
+      // An unknown tokenizer is reported after the type errors of later keys.
+      {R"({"tokenizer": "p50k", "enabled": 1})",
+       "settings file f.json: enabled: expected true or false, got a number"},
+      {R"({"tokenizer": ""})", "settings file f.json: tokenizer: must not be empty"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseSettingsJson(c.json, "f.json");
+    ASSERT_FALSE(r.ok()) << c.json;
+    EXPECT_EQ(r.status().message(), c.message);
+  }
+  for (const char* name :
+       {"summary", "context-full", "user-prompts", "notes", "handoff", "mask", "off"}) {
+    CompactionSettings s;
+    s.strategy = name;
+    EXPECT_TRUE(ValidateSettings(s).ok()) << name;
+  }
+  CompactionSettings bad;
+  bad.strategy = "magic";
+  EXPECT_EQ(ValidateSettings(bad).message(), "unknown strategy \"magic\"");
 }
 
 // The settings file lives in a MemEnv; the test edits it between checks.

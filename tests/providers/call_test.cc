@@ -149,7 +149,7 @@ TEST_F(ProviderCallTest, OpenAiResponsesSummary) {
 TEST_F(ProviderCallTest, RemoteSummary) {
   server_.Push({200, FakeLlmServer::RemoteReply("S3")});
   ModelConfig m = Model("remote");
-  m.api_key_env.clear();  // B8: no auth
+  m.api_key_env.clear();  // a remote summarizer may need no auth (oh-my-pi's remoteEndpoint)
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "S3");

@@ -8,7 +8,8 @@
 namespace compactor::tokens {
 namespace {
 
-// From openai/tiktoken tiktoken_ext/openai_public.py (cpp-dependencies.md §6.2).
+// openai/tiktoken's cl100k_base and o200k_base split patterns
+// (tiktoken_ext/openai_public.py), verbatim.
 constexpr std::string_view kCl100kPattern =
     R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s)";
 

@@ -3,6 +3,8 @@
 #include <array>
 #include <string_view>
 
+#include "util/utf8.h"
+
 namespace compactor::tokens {
 namespace {
 
@@ -237,24 +239,6 @@ std::string Ident(SampleRng& rng) {
 
 }  // namespace
 
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 std::string SampleEnglish(SampleRng& rng, size_t bytes) {
   std::string out;
   while (out.size() < bytes) {
@@ -390,24 +374,24 @@ std::string SampleEmoji(SampleRng& rng, size_t bytes) {
   while (out.size() + 40 < bytes) {
     switch (rng.Below(6)) {
       case 0:
-        AppendUtf8(kEmoji[rng.Below(std::size(kEmoji))], &out);
+        internal::AppendUtf8(out, kEmoji[rng.Below(std::size(kEmoji))]);
         break;
       case 1:  // ZWJ family with skin tone
-        AppendUtf8(0x1F468, &out);
-        AppendUtf8(0x1F3FD, &out);
-        AppendUtf8(0x200D, &out);
-        AppendUtf8(0x1F4BB, &out);
+        internal::AppendUtf8(out, 0x1F468);
+        internal::AppendUtf8(out, 0x1F3FD);
+        internal::AppendUtf8(out, 0x200D);
+        internal::AppendUtf8(out, 0x1F4BB);
         break;
       case 2:  // flag
-        AppendUtf8(0x1F1EF, &out);
-        AppendUtf8(0x1F1F5, &out);
+        internal::AppendUtf8(out, 0x1F1EF);
+        internal::AppendUtf8(out, 0x1F1F5);
         break;
       case 3:  // keycap and VS16
         out += "1";
-        AppendUtf8(0xFE0F, &out);
-        AppendUtf8(0x20E3, &out);
-        AppendUtf8(0x2764, &out);
-        AppendUtf8(0xFE0F, &out);
+        internal::AppendUtf8(out, 0xFE0F);
+        internal::AppendUtf8(out, 0x20E3);
+        internal::AppendUtf8(out, 0x2764);
+        internal::AppendUtf8(out, 0xFE0F);
         break;
       case 4:
         out += ' ';
@@ -430,7 +414,8 @@ std::string SampleWhitespace(SampleRng& rng, size_t bytes) {
   while (out.size() + 80 < bytes) {
     size_t run = rng.Chance(70) ? 1 + rng.Below(4) : 1 + rng.Below(40);
     for (size_t i = 0; i < run; ++i) {
-      AppendUtf8(kSpaces[rng.Chance(60) ? rng.Below(6) : rng.Below(std::size(kSpaces))], &out);
+      internal::AppendUtf8(out,
+                           kSpaces[rng.Chance(60) ? rng.Below(6) : rng.Below(std::size(kSpaces))]);
     }
     if (rng.Chance(10)) out += "\r\n";
     switch (rng.Below(4)) {
@@ -466,7 +451,7 @@ std::string SampleUnicode(SampleRng& rng, size_t bytes) {
       } while (cp >= 0xD800 && cp <= 0xDFFF);
     }
     if (cp == 0) cp = 'x';
-    AppendUtf8(cp, &out);
+    internal::AppendUtf8(out, cp);
   }
   return out;
 }
@@ -492,7 +477,7 @@ std::string SampleInvalidUtf8(SampleRng& rng, size_t bytes) {
     if (rng.Chance(30)) {
       out += kBad[rng.Below(std::size(kBad))];
     } else if (rng.Chance(30)) {
-      AppendUtf8(kStress[rng.Below(std::size(kStress))], &out);
+      internal::AppendUtf8(out, kStress[rng.Below(std::size(kStress))]);
     } else {
       out += PickWord(rng);
       out += ' ';
@@ -535,7 +520,8 @@ std::vector<SampleDoc> SyntheticCorpus(uint64_t seed) {
   for (int i = 0; i < 8000; ++i) s += kB64[rng.Below(64)];
   add("long", s);
   s.clear();
-  for (int i = 0; i < 3000; ++i) AppendUtf8(0x4E00 + static_cast<uint32_t>(rng.Below(0x5000)), &s);
+  for (int i = 0; i < 3000; ++i)
+    internal::AppendUtf8(s, 0x4E00 + static_cast<uint32_t>(rng.Below(0x5000)));
   add("long", s);
   s = "internationalization";
   for (int i = 0; i < 200; ++i) s += "ization";

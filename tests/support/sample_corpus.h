@@ -29,8 +29,6 @@ class SampleRng {
   uint64_t s_;
 };
 
-void AppendUtf8(uint32_t cp, std::string* out);
-
 // Each returns about `bytes` bytes (never splitting a character).
 std::string SampleEnglish(SampleRng& rng, size_t bytes);
 std::string SampleCode(SampleRng& rng, size_t bytes);

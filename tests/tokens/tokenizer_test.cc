@@ -14,7 +14,7 @@
 #include "tokens/bpe.h"
 #include "tokens/sha256.h"
 #include "tokens/support.h"
-#include "tokens/utf8.h"
+#include "util/utf8.h"
 
 namespace compactor {
 namespace {
@@ -37,20 +37,20 @@ TEST(TokenizerSha256Test, FipsVectors) {
 
 TEST(TokenizerUtf8Test, RepairsMaximalSubpartsLikeWhatwg) {
   const std::string r = "\xEF\xBF\xBD";
-  EXPECT_EQ(tokens::RepairUtf8("ok \xC3\xA9"), "ok \xC3\xA9");
-  EXPECT_EQ(tokens::RepairUtf8("\x80"), r);
-  EXPECT_EQ(tokens::RepairUtf8("\xF0\x9F\x98"), r);  // truncated 4-byte: one
-  EXPECT_EQ(tokens::RepairUtf8("\xF0\x9F\x98x"), r + "x");
-  EXPECT_EQ(tokens::RepairUtf8("\xC0\xAF"), r + r);          // overlong: C0 never valid
-  EXPECT_EQ(tokens::RepairUtf8("\xED\xA0\x80"), r + r + r);  // surrogate
-  EXPECT_EQ(tokens::RepairUtf8("\xF4\x90\x80\x80"), r + r + r + r);
-  EXPECT_EQ(tokens::RepairUtf8("\xE1\x80\xE1\x80"), r + r);
-  EXPECT_EQ(tokens::RepairUtf8("a\xFF"
-                               "b"),
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("ok \xC3\xA9"), "ok \xC3\xA9");
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("\x80"), r);
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("\xF0\x9F\x98"), r);  // truncated 4-byte: one
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("\xF0\x9F\x98x"), r + "x");
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("\xC0\xAF"), r + r);          // overlong: C0 never valid
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("\xED\xA0\x80"), r + r + r);  // surrogate
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("\xF4\x90\x80\x80"), r + r + r + r);
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("\xE1\x80\xE1\x80"), r + r);
+  EXPECT_EQ(internal::ReplaceInvalidUtf8("a\xFF"
+                                         "b"),
             "a" + r + "b");
-  EXPECT_EQ(tokens::FindInvalidUtf8("plain ascii text, long enough for words"),
+  EXPECT_EQ(internal::FindInvalidUtf8("plain ascii text, long enough for words"),
             std::string_view::npos);
-  EXPECT_EQ(tokens::FindInvalidUtf8("0123456789\xC3"), 10u);
+  EXPECT_EQ(internal::FindInvalidUtf8("0123456789\xC3"), 10u);
 }
 
 TEST(TokenizerEncodingTest, Names) {
@@ -184,9 +184,9 @@ TEST_P(TokenizerTest, CountEqualsEncodeSizeAndDecodeRoundTrips) {
     ASSERT_EQ(tok->Count(doc.text), ids.size()) << doc.kind;
     auto back = tok->Decode(ids);
     ASSERT_TRUE(back.ok());
-    std::string want = tokens::FindInvalidUtf8(doc.text) == std::string_view::npos
+    std::string want = internal::FindInvalidUtf8(doc.text) == std::string_view::npos
                            ? doc.text
-                           : tokens::RepairUtf8(doc.text);
+                           : internal::ReplaceInvalidUtf8(doc.text);
     ASSERT_EQ(*back, want) << doc.kind;
   }
 }
