@@ -50,7 +50,7 @@ compactor_module(NAME tokens
   USES status env util session context
   DEPENDS simdjson::simdjson ${CMAKE_DL_LIBS})
 compactor_module(NAME policy
-  HEADERS settings.h policy.h
+  HEADERS compaction_settings.h policy.h
   USES status env tokens
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json)
 compactor_module(NAME prepare
@@ -59,33 +59,40 @@ compactor_module(NAME prepare
   DEPENDS simdjson::simdjson nlohmann_json::nlohmann_json)
 compactor_module(NAME summarize
   HEADERS summarizer.h
-  USES status session)
+  USES status util session)
 compactor_module(NAME prune
   HEADERS prune.h
   USES status util session context tokens
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json)
 compactor_module(NAME strategies
-  HEADERS strategy.h user_prompts.h
+  HEADERS compaction.h strategy.h user_prompts.h
   USES status env util session context tokens policy prepare summarize prune
   DEPENDS fmt::fmt)
-compactor_module(NAME compact
-  HEADERS compact.h branch.h
-  USES status env util session context tokens policy prepare summarize prune strategies)
+# Reading settings files checks strategy names against the registry: above
+# the strategies (the settings struct itself is policy's).
+compactor_module(NAME settings
+  HEADERS settings.h
+  USES status env tokens policy strategies
+  DEPENDS fmt::fmt nlohmann_json::nlohmann_json)
 compactor_module(NAME providers
   HEADERS providers.h provider_api.h client_request.h overflow.h llm_summarizer.h model_input.h
-  USES status env util session context tokens summarize compact
+  USES status env util session context tokens summarize strategies
   DEPENDS simdjson::simdjson nlohmann_json::nlohmann_json PkgConfig::PCRE2 compactor_curl_headers
     ${CMAKE_DL_LIBS})
+compactor_module(NAME compact
+  HEADERS compact.h branch.h
+  USES status env util session context tokens policy prepare summarize prune strategies settings)
 compactor_module(NAME runtime
   HEADERS runtime.h
-  USES status env util session context tokens policy summarize prune compact providers
+  USES status env util session context tokens policy summarize prune strategies settings compact
+    providers
   DEPENDS fmt::fmt)
 
 # Above the product: the quality evaluation (`compactor eval`), its own library.
 compactor_module(NAME eval
   LIBRARY compactor_eval
   HEADERS eval.h
-  USES status env util session context tokens summarize compact providers
+  USES status env util session context tokens summarize strategies compact providers
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json)
 # Test-only code: the sample corpus, the PCRE2 reference pre-tokenizer, the
 # fake LLM server, the pi oracle runner, test helpers. Built only with tests
@@ -93,8 +100,9 @@ compactor_module(NAME eval
 compactor_module(NAME test_support
   DIR tests/support
   LIBRARY compactor_test_support
-  USES status env tokens providers
-  EXPORTS fake_llm_server.h oracle.h pcre2_splitter.h sample_corpus.h test_util.h
+  USES status env util session tokens summarize compact providers
+  EXPORTS compaction_fixtures.h fake_llm_server.h oracle.h pcre2_splitter.h sample_corpus.h
+    test_util.h
   PUBLIC_DEPENDS GTest::gtest
   DEPENDS PkgConfig::PCRE2 PkgConfig::HTTPLIB nlohmann_json::nlohmann_json)
 

@@ -76,7 +76,7 @@ out_pc=$("$work/consumer-pc" "$session" "$vocab")
 # The installed program from the moved prefix: its version, and the o200k
 # vocabulary found relative to it (no --vocab-dir, no COMPACTOR_VOCAB_DIR).
 version=$(sed -n 's/^project(compactor VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
-[ "$("$prefix/bin/compactor" --version)" = "compactor $version" ] ||
+[ "$("$prefix/bin/compactor" --version | head -n 1)" = "compactor $version" ] ||
   fail "bin/compactor --version is not 'compactor $version'"
 json=$(cd / && "$prefix/bin/compactor" tokens "$session" --tokenizer o200k --json)
 messages=$(sed -n 's/.*"messages":\([0-9]*\).*/\1/p' <<<"$json")

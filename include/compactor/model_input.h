@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compactor/compact.h"
+#include "compactor/compaction.h"
 #include "compactor/context.h"
 #include "compactor/providers.h"
 #include "compactor/session.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "compactor/settings.h"
+#include "compactor/compaction_settings.h"
 #include "compactor/status.h"
 
 namespace compactor {

@@ -22,13 +22,13 @@
 #include <string_view>
 #include <vector>
 
+#include "compactor/compaction_settings.h"
 #include "compactor/context.h"
 #include "compactor/env.h"
 #include "compactor/estimate.h"
 #include "compactor/file_ops.h"
 #include "compactor/message.h"
 #include "compactor/session.h"
-#include "compactor/settings.h"
 #include "compactor/status.h"
 
 namespace compactor {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compactor/compact.h"
+#include "compactor/compaction.h"
 #include "compactor/context.h"
 #include "compactor/session.h"
 #include "compactor/status.h"

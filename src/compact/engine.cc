@@ -1,7 +1,6 @@
 // The engine's driver: resolves the strategy through the registry, runs the
 // checks every strategy shares, and records the result by its output kind.
-// What strategies share lives in strategy_support.h; each strategy in
-// src/strategies/.
+// What strategies share lives in src/strategies/support.h, next to them.
 #include <algorithm>
 
 #include "compactor/compact.h"

@@ -7,6 +7,9 @@
 #include <utility>
 #include <vector>
 
+// Upward (check_layers reports it): PrepareCompaction still rejects an
+// unknown strategy name, which needs the registry (docs/architecture.md).
+#include "compactor/settings.h"
 #include "prepare/file_ops_internal.h"
 #include "util/two_halves.h"
 

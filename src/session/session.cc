@@ -352,8 +352,8 @@ bool SessionState::ParseLine(std::string_view line, bool padded_ok, Entry* e, Sp
   // that need the tolerant estimate; the entry is then read again without it
   // and its message measured on its own (MeasureStoredMessage).
   bool gave_up = false;
-  if (WalkEntry(view, line, observer != nullptr, &gave_up, e, span, hf, is_header,
-                error, parser, st))
+  if (WalkEntry(view, line, observer != nullptr, &gave_up, e, span, hf, is_header, error, parser,
+                st))
     return true;
   if (!gave_up) return false;
   *e = Entry();
@@ -674,8 +674,8 @@ void SessionState::ParseChunk(Chunk& c) {
 
 Status SessionState::Load() {
   kernel = &internal::ActiveKernel();
-  observer = options.message_observer != nullptr ? options.message_observer->ForKernel(*kernel)
-                                                 : nullptr;
+  observer =
+      options.message_observer != nullptr ? options.message_observer->ForKernel(*kernel) : nullptr;
   // Large files are indexed by two threads, each over about half of the
   // lines (split after a newline); results are joined in file order, so
   // entries, warnings and errors are those of a single pass.

@@ -1,10 +1,10 @@
 // The "handoff" strategy (oh-my-pi): the whole context summarized into a
 // handoff document that starts a new session file; the old file is left as
 // it is (docs/strategies.md).
-#include "compact/strategy_support.h"
 #include "compactor/js_json.h"
 #include "compactor/strategy.h"
 #include "compactor/writer.h"
+#include "strategies/support.h"
 
 namespace compactor {
 namespace internal {

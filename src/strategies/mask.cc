@@ -1,9 +1,9 @@
 // The "mask" strategy (observation masking): old tool outputs of the context
 // replaced by placeholders in place (MaskObservations, prune.h); every
 // message stays and no summarizer is called (docs/strategies.md).
-#include "compact/strategy_support.h"
 #include "compactor/prune.h"
 #include "compactor/strategy.h"
+#include "strategies/support.h"
 
 namespace compactor {
 namespace internal {

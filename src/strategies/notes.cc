@@ -1,10 +1,10 @@
 // The "notes" strategy (Nominal Code): the content of a notes file the agent
 // keeps is the summary; the last keepMessages messages stay verbatim. No
 // summarizer is called (docs/strategies.md).
-#include "compact/strategy_support.h"
 #include "compactor/estimate.h"
 #include "compactor/js_json.h"
 #include "compactor/strategy.h"
+#include "strategies/support.h"
 
 namespace compactor {
 namespace internal {

@@ -4,11 +4,11 @@
 // leaf (docs/strategies.md).
 #include <span>
 
-#include "compact/message_feed.h"
-#include "compact/strategy_support.h"
 #include "compactor/estimate.h"
 #include "compactor/js_json.h"
 #include "compactor/strategy.h"
+#include "strategies/message_feed.h"
+#include "strategies/support.h"
 #include "util/background.h"
 
 namespace compactor {

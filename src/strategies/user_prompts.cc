@@ -6,10 +6,10 @@
 
 #include <algorithm>
 
-#include "compact/message_feed.h"
-#include "compact/strategy_support.h"
 #include "compactor/js_json.h"
 #include "compactor/strategy.h"
+#include "strategies/message_feed.h"
+#include "strategies/support.h"
 
 namespace compactor {
 namespace {

@@ -22,11 +22,10 @@ namespace compactor::internal {
   extern "C" void compactor_kernel_##t##_scan_json_string_body(std::string_view,       \
                                                                JsonStringBodyScan*);   \
   extern "C" const MessageObserver* compactor_kernel_##t##_estimate_observer();
-#define COMPACTOR_KERNEL_TABLE(t)                                             \
-  const KernelTable k_##t = {#t, &compactor_kernel_##t##_session_parse_chunk, \
-                             &compactor_kernel_##t##_estimate_fast,           \
-                             &compactor_kernel_##t##_scan_json_string_body,   \
-                             &compactor_kernel_##t##_estimate_observer};
+#define COMPACTOR_KERNEL_TABLE(t)                                                             \
+  const KernelTable k_##t = {                                                                 \
+      #t, &compactor_kernel_##t##_session_parse_chunk, &compactor_kernel_##t##_estimate_fast, \
+      &compactor_kernel_##t##_scan_json_string_body, &compactor_kernel_##t##_estimate_observer};
 
 #ifdef COMPACTOR_KERNEL_ICELAKE
 COMPACTOR_DECLARE_KERNEL(icelake)

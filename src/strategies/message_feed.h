@@ -1,8 +1,8 @@
 // The messages a compaction summarizes, parsed from their stored JSON. Long
 // histories are parsed by a second thread, either all before the summary or,
 // for a summarizer that reads them in order, while the summary runs.
-#ifndef COMPACTOR_SRC_COMPACT_MESSAGE_FEED_H_
-#define COMPACTOR_SRC_COMPACT_MESSAGE_FEED_H_
+#ifndef COMPACTOR_SRC_STRATEGIES_MESSAGE_FEED_H_
+#define COMPACTOR_SRC_STRATEGIES_MESSAGE_FEED_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -69,4 +69,4 @@ class MessageFeed {
 
 }  // namespace compactor::internal
 
-#endif  // COMPACTOR_SRC_COMPACT_MESSAGE_FEED_H_
+#endif  // COMPACTOR_SRC_STRATEGIES_MESSAGE_FEED_H_

@@ -1,4 +1,4 @@
-#include "compact/message_feed.h"
+#include "strategies/message_feed.h"
 
 #include <gtest/gtest.h>
 

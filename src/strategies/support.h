@@ -1,8 +1,8 @@
 // What several strategies share (src/strategies/*.cc): the preparation and
 // its skips, the trigger check, hooks, measuring the context and building
-// entries. Part of the engine; it knows no strategy.
-#ifndef COMPACTOR_SRC_COMPACT_STRATEGY_SUPPORT_H_
-#define COMPACTOR_SRC_COMPACT_STRATEGY_SUPPORT_H_
+// entries. It knows no strategy; the engine (src/compact) does not use it.
+#ifndef COMPACTOR_SRC_STRATEGIES_SUPPORT_H_
+#define COMPACTOR_SRC_STRATEGIES_SUPPORT_H_
 
 #include <cstdint>
 #include <initializer_list>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compactor/compact.h"
+#include "compactor/compaction.h"
 #include "compactor/context.h"
 #include "compactor/entries.h"
 #include "compactor/env.h"
@@ -82,4 +82,4 @@ Result<MeasuredContext> MeasureContext(const Session& session, const CompactOpti
 
 }  // namespace compactor::internal
 
-#endif  // COMPACTOR_SRC_COMPACT_STRATEGY_SUPPORT_H_
+#endif  // COMPACTOR_SRC_STRATEGIES_SUPPORT_H_

@@ -1,9 +1,9 @@
-#include "compact/strategy_support.h"
+#include "strategies/support.h"
 
-#include "compact/message_feed.h"
 #include "compactor/js_json.h"
 #include "compactor/policy.h"
 #include "compactor/writer.h"
+#include "strategies/message_feed.h"
 
 namespace compactor::internal {
 

@@ -1,6 +1,6 @@
 #include <exception>
 
-#include "compactor/compact.h"
+#include "compactor/compaction.h"
 
 namespace compactor {
 namespace {
