@@ -88,7 +88,7 @@ int64_t OpencodeTailBudget(int64_t usable_tokens);
 // ---------------------------------------------------------------------------
 // Preparation over a session.
 
-// KeepPolicy, ParseKeepPolicy and KeepPolicyName are declared in settings.h.
+// KeepPolicy, ParseKeepPolicy and KeepPolicyName are declared in compaction_settings.h.
 
 struct PrepareOptions {
   // keepRecentTokens, reserveTokens, keepPolicy, keepTurns, keepMessages,
@@ -151,6 +151,8 @@ struct PrepareResult {
   std::string skip_reason;
 };
 
+// kInvalidArgument when a setting is out of range (ValidateSettingRanges);
+// the strategy name is not read here (the engine resolves it).
 Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOptions& options = {});
 // Same, reusing a context already built for the leaf (its `path` is used).
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,

@@ -7,9 +7,6 @@
 #include <utility>
 #include <vector>
 
-// Upward (check_layers reports it): PrepareCompaction still rejects an
-// unknown strategy name, which needs the registry (docs/architecture.md).
-#include "compactor/settings.h"
 #include "prepare/file_ops_internal.h"
 #include "util/two_halves.h"
 
@@ -187,7 +184,9 @@ Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOpt
 
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
                                         const PrepareOptions& options) {
-  COMPACTOR_RETURN_IF_ERROR(ValidateSettings(options.settings));
+  // Only the settings preparation reads: the strategy name is checked where
+  // it is resolved (the registry, above this module; docs/architecture.md).
+  COMPACTOR_RETURN_IF_ERROR(ValidateSettingRanges(options.settings));
   const KeepPolicy policy = options.settings.keep_policy;
   TokenCounter counter;
   if (options.counter) {

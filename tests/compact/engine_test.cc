@@ -234,6 +234,22 @@ TEST(Engine, SkipsWithReasons) {
   EXPECT_EQ(CompactFile(big, bad).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(Engine, UnknownStrategyIsRefusedBeforeAnyWork) {
+  TempDir d;
+  RecordingSummarizer sum;
+  std::string big = d.Write("big.jsonl", MakeSession(20, 2000));
+  std::string before = ReadFileOrDie(big);
+  CompactOptions o = Options(&sum);
+  o.settings.strategy = "everything";
+  auto r = CompactFile(big, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("unknown strategy \"everything\""), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(sum.calls, 0);
+  EXPECT_EQ(ReadFileOrDie(big), before);
+}
+
 TEST(Engine, IneffectiveCompactionIsReported) {
   TempDir d;
   RecordingSummarizer sum;
