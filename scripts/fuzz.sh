@@ -50,7 +50,7 @@ for t in "${targets[@]}"; do
   status=0
   # The first directory receives what the run finds; the seeds are read only.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$build/${t}_fuzzer" "$corpus" "$root/fuzz/corpus/$t" -max_total_time="$duration" \
+    "$build/fuzz/${t}_fuzzer" "$corpus" "$root/fuzz/corpus/$t" -max_total_time="$duration" \
     -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$build/crashes/$t-" >"$log" 2>&1 || status=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -66,5 +66,5 @@ for t in "${targets[@]}"; do
   printf '%-18s %12s %10s %8s %s\n' "$t" "${execs:-?}" "${rate:-?}" "$units" "$result"
 done
 echo "fuzz: ${#targets[@]} targets x ${duration} s, $total executions" \
-  "$([ "$failed" = 0 ] && echo "no crash" || echo "CRASHES FOUND")"
+  "$([ "$failed" = 0 ] && echo "no failure" || echo "FAILED (crash, leak, timeout or setup: see the logs)")"
 exit "$failed"
