@@ -156,12 +156,12 @@ void RegisterCompact(CLI::App& app) {
     o.rewrite_grace_ms = args->grace_ms;
     LoadOptions load;
     load.strict = args->session.strict;
-    if (!args->session.quiet) {
-      load.on_warning = [](const LoadWarning& w) {
-        fmt::print(stderr, "compactor: warning: {}\n", w.ToString());
-      };
-    }
+    load.max_stream_bytes = static_cast<size_t>(args->session.input_limit_mib) << 20;
+    // Capped like every command's (the file may be read twice: once more under its lock).
+    WarningPrinter warnings(args->session.quiet);
+    load.on_warning = warnings.Callback();
     auto r = CompactFile(args->session.file, o, load);
+    warnings.Finish();
     if (!r.ok()) {
       ExitCode() = Fail(r.status());
       return;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Long runs of the reliability tests (docs/reliability.md): the SIGKILL torture
-# and the concurrent unlocked appender, repeated for DURATION seconds.
+# Long runs of the reliability tests (docs/reliability.md): the SIGKILL torture,
+# the concurrent unlocked appender, and the hostile-input cases (memory limits,
+# truncation by another process while mapped), repeated for DURATION seconds.
 # Usage: scripts/torture.sh DURATION [BUILD_DIR]   (default build dir: build)
 set -euo pipefail
 duration=${1:?usage: scripts/torture.sh DURATION [BUILD_DIR]}
@@ -12,7 +13,7 @@ rounds=0
 while ((SECONDS < end)); do
   COMPACTOR_TORTURE_KILLS=${COMPACTOR_TORTURE_KILLS:-2000} \
   COMPACTOR_RELIABILITY_ITERATIONS=${COMPACTOR_RELIABILITY_ITERATIONS:-2000} \
-    "$tests" --gtest_filter='Reliability.*' --gtest_brief=1 | grep -E '^\[(torture|reliability)\]|FAILED'
+    "$tests" --gtest_filter='Reliability.*:HostileInput.*' --gtest_brief=1 | grep -E '^\[(torture|reliability)\]|FAILED'
   rounds=$((rounds + 1))
 done
 echo "torture.sh: $rounds rounds in $SECONDS s, all passed"

@@ -60,9 +60,12 @@ struct FileInfo {
 // memory map (a 1 GiB session costs no copy) or, where mapping is not
 // possible, a copy. The bytes stay valid and unchanged while the object
 // lives; they are NOT guaranteed to reflect later writes by others.
-// POSIX caveat: truncation of the file by another process while it is mapped
-// makes access past the new end fault (SIGBUS); writers that rewrite a
-// session therefore replace it atomically (rename), never truncate it.
+// Truncation by another process while the file is mapped: the POSIX Env
+// catches the fault (SIGBUS) a read past the new end raises, maps zero pages
+// over the lost range and marks the mapping truncated() instead of letting
+// the process die; loaders check the mark and fail with "PATH: truncated by
+// another process while it was read". (Writers that rewrite a session still
+// replace it atomically, never truncate it.)
 class MappedFile {
  public:
   virtual ~MappedFile() = default;
@@ -76,6 +79,10 @@ class MappedFile {
   // A hint that bytes [offset, offset + len) will not be read again soon: a
   // mapping gives those pages back to the kernel. The bytes stay readable.
   virtual void Release(size_t offset, size_t len) const;
+  // True once a read of this mapping found the file truncated by another
+  // process: the bytes from the first lost page on read as zeros, so nothing
+  // read from the mapping can be trusted. Thread-safe. Copies never are.
+  virtual bool truncated() const { return false; }
 
  protected:
   MappedFile(const char* data, size_t size, const FileIdentity& identity)
@@ -177,6 +184,12 @@ class Env {
   // pipes and devices). The open never blocks: a FIFO without a writer reads
   // as empty. kFailedPrecondition "is a directory" for a directory.
   virtual Result<std::string> ReadFile(const std::string& path) = 0;
+  // Like ReadFile, but holds at most `max_bytes` in memory: more than that is
+  // kFailedPrecondition "PATH: more than N bytes (the input limit)". Pipes,
+  // FIFOs and devices have no size to check first; this bounds them (a
+  // session from `<(cmd)`, raw text from stdin). The default implementation
+  // reads the whole file and then checks; the POSIX Env stops reading.
+  virtual Result<std::string> ReadFileUpTo(const std::string& path, size_t max_bytes);
 
   // Opens a regular file for reading and keeps it open (ReadableFile). Never
   // blocks; anything but a regular file is refused (kFailedPrecondition).
@@ -276,6 +289,9 @@ class EnvWrapper : public Env {
     return target_->MapFile(path);
   }
   Result<std::string> ReadFile(const std::string& path) override { return target_->ReadFile(path); }
+  Result<std::string> ReadFileUpTo(const std::string& path, size_t max_bytes) override {
+    return target_->ReadFileUpTo(path, max_bytes);
+  }
   Result<std::unique_ptr<ReadableFile>> OpenReadable(const std::string& path) override {
     return target_->OpenReadable(path);
   }
@@ -316,6 +332,12 @@ class EnvWrapper : public Env {
  private:
   Env* target_;
 };
+
+// Paths of files Env::Default() mapped that were found truncated by another
+// process while mapped (their MappedFile has been destroyed since), in the
+// order found. Programs that print bytes of a mapping after loading it check
+// this before reporting success (the CLI does). Thread-safe.
+std::vector<std::string> TruncatedMappedFiles();
 
 // `env`, or Env::Default() when it is null: what every option struct's
 // `Env* env = nullptr` means.

@@ -247,10 +247,17 @@ Result<LlmResponse> ParseProviderResponse(const ModelConfig& model, std::string_
 Result<LlmResponse> ParseProviderStream(const ModelConfig& model, std::string_view sse_body);
 
 // The text a failed HTTP response is described with, pi style:
-// "<status> <body>" or "<status> status code (no body)".
-std::string DescribeHttpFailure(int status, std::string_view body);
+// "<status> <body>" or "<status> status code (no body)", always one line for a
+// non-JSON body: an HTML page (a proxy's) becomes "<status> <its title> (HTML
+// error page)", other text has its line breaks made spaces. JSON and text are
+// cut at 4,000 bytes ("..." marks the cut). `secret` (the API key, may be
+// empty) is redacted from the whole body before any cut, and a cut that ends
+// inside it leaves no part of it (RedactSecret).
+std::string DescribeHttpFailure(int status, std::string_view body, std::string_view secret = {});
 
-// Replaces every occurrence of `secret` (when at least 4 bytes) with "[redacted]".
+// Replaces every occurrence of `secret` (when at least 4 bytes) with
+// "[redacted]", and a trailing beginning of it (at least 4 bytes, before an
+// optional "..." cut mark): the trace of a text cut inside the key.
 std::string RedactSecret(std::string text, std::string_view secret);
 
 // ---------------------------------------------------------------------------

@@ -126,6 +126,11 @@ struct LoadOptions {
   int threads = 0;
   // Where the file is read and the indexing threads come from; null = Env::Default().
   Env* env = nullptr;
+  // The most bytes read from a pipe, FIFO or device (`<(cmd)`, /dev/stdin),
+  // which have no size to check first: more is kFailedPrecondition "PATH:
+  // more than N bytes (the input limit)". Regular files are mapped whatever
+  // their size. 1 GiB by default.
+  size_t max_stream_bytes = size_t{1} << 30;
 };
 
 class Session {
@@ -135,10 +140,16 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Opens and indexes a session file. Errors name the file and line:
-  // kNotFound (missing), kIoError (unreadable, a directory), kCorruption (empty,
-  // no session header first, invalid JSON with strict, duplicate id, cycle).
+  // kNotFound (missing), kIoError (unreadable, a directory, truncated by
+  // another process while it was read), kCorruption (empty, no session header
+  // first, invalid JSON or nesting deeper than 1024 levels with strict),
+  // kResourceExhausted (out of memory: never reported as a bad line).
   static Result<std::unique_ptr<Session>> Open(const std::string& path,
                                                const LoadOptions& options = {});
+  // kIoError "PATH: truncated by another process while it was read" once
+  // another process truncated the mapped file: the bytes read from it since
+  // Open (messages echoed, contexts built) cannot be trusted. OK otherwise.
+  Status CheckIntact() const;
   // Same, over bytes in memory (tests, stdin). `name` is used in messages.
   static Result<std::unique_ptr<Session>> FromString(std::string contents, std::string name,
                                                      const LoadOptions& options = {});

@@ -10,6 +10,12 @@ Env::~Env() = default;
 
 void MappedFile::Release(size_t /*offset*/, size_t /*len*/) const {}
 
+Result<std::string> Env::ReadFileUpTo(const std::string& path, size_t max_bytes) {
+  COMPACTOR_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  if (bytes.size() > max_bytes) return internal::InputLimitError(path, max_bytes);
+  return bytes;
+}
+
 namespace internal {
 
 Status ErrnoStatus(const std::string& path, std::string_view what, int error) {
@@ -24,6 +30,11 @@ Status ErrnoStatus(const std::string& path, std::string_view what, int error) {
   }
   m += std::strerror(error);
   return Status::IoError(std::move(m));
+}
+
+Status InputLimitError(const std::string& path, size_t max_bytes) {
+  return Status::FailedPrecondition(path + ": more than " + std::to_string(max_bytes) +
+                                    " bytes (the input limit)");
 }
 
 std::string DirName(const std::string& path) {

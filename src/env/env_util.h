@@ -16,6 +16,9 @@ namespace compactor::internal {
 Status ErrnoStatus(const std::string& path, std::string_view what, int error);
 
 // The directory part of `path` ("." for a bare name, "/" for "/x").
+// kFailedPrecondition "PATH: more than N bytes (the input limit)".
+Status InputLimitError(const std::string& path, size_t max_bytes);
+
 std::string DirName(const std::string& path);
 
 // A temporary file name next to `path`: "<path>.tmp-<pid>-" and 6

@@ -8,10 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
+#include <mutex>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -104,13 +107,120 @@ Result<int> OpenForReading(const std::string& path) {
   return fd;
 }
 
-// A read-only private mapping, unmapped on destruction.
+// --- Truncation while mapped ------------------------------------------------
+//
+// Reading a page of a mapping past the end of a file that another process
+// truncated raises SIGBUS, whose default action kills the process without a
+// word. Mappings made by MapFile are registered in a fixed table the signal
+// handler can read without locks; for a fault inside one, the handler maps
+// zero pages over the rest of that mapping (the faulting read then resumes
+// and sees zeros) and marks it truncated, so the loader can fail with a
+// clear error. Any other SIGBUS keeps its previous disposition.
+
+struct MappingSlot {
+  std::atomic<uintptr_t> begin{0};  // 0: free
+  std::atomic<size_t> length{0};
+  std::atomic<bool> truncated{false};
+};
+constexpr size_t kMappingSlots = 256;
+MappingSlot g_mappings[kMappingSlots];
+struct sigaction g_previous_sigbus;
+
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// Async-signal-safe: atomics, mmap, sigaction and raise only.
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  if (info->si_code > 0) {  // raised by a fault, not sent by kill()
+    for (MappingSlot& slot : g_mappings) {
+      const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+      const size_t length = slot.length.load(std::memory_order_acquire);
+      if (begin == 0 || addr < begin || addr >= begin + length) continue;
+      const uintptr_t page = addr & ~(static_cast<uintptr_t>(PageSize()) - 1);
+      const uintptr_t end = (begin + length + PageSize() - 1) & ~(PageSize() - 1);
+      void* zeros = mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      if (zeros == MAP_FAILED) break;  // cannot recover: die as before
+      slot.truncated.store(true, std::memory_order_release);
+      return;  // the faulting read is retried and sees zeros
+    }
+  }
+  // Not ours: whatever was installed before handles it.
+  if ((g_previous_sigbus.sa_flags & SA_SIGINFO) != 0 && g_previous_sigbus.sa_sigaction != nullptr) {
+    g_previous_sigbus.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN &&
+      g_previous_sigbus.sa_handler != nullptr) {
+    g_previous_sigbus.sa_handler(sig);
+    return;
+  }
+  // Default action: restore it and let the fault (or the signal) happen again.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGBUS, &dfl, nullptr);
+  if (info->si_code <= 0) raise(SIGBUS);
+}
+
+void InstallSigbusHandlerOnce() {
+  static const bool installed = [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = OnSigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGBUS, &sa, &g_previous_sigbus) == 0;
+  }();
+  (void)installed;
+}
+
+// Files whose mapping was found truncated, for TruncatedMappedFiles().
+std::mutex g_truncated_mu;
+std::vector<std::string>& TruncatedPaths() {
+  static auto* paths = new std::vector<std::string>();  // never destroyed
+  return *paths;
+}
+
+// A registered slot for [data, data + size), or nullptr when the table is full.
+MappingSlot* RegisterMapping(const char* data, size_t size) {
+  InstallSigbusHandlerOnce();
+  for (MappingSlot& slot : g_mappings) {
+    uintptr_t expected = 0;
+    if (slot.begin.compare_exchange_strong(expected, reinterpret_cast<uintptr_t>(data),
+                                           std::memory_order_acq_rel)) {
+      // Claimed; nothing reads the mapping before this returns, so the
+      // handler seeing length 0 meanwhile matters not.
+      slot.truncated.store(false, std::memory_order_release);
+      slot.length.store(size, std::memory_order_release);
+      return &slot;
+    }
+  }
+  return nullptr;
+}
+
+// A read-only private mapping, unmapped on destruction; registered with the
+// SIGBUS handler above while it lives.
 class PosixMappedFile final : public MappedFile {
  public:
-  PosixMappedFile(const char* data, size_t size, const FileIdentity& id)
-      : MappedFile(data, size, id) {}
+  PosixMappedFile(const char* data, size_t size, const FileIdentity& id, MappingSlot* slot,
+                  std::string path)
+      : MappedFile(data, size, id), slot_(slot), path_(std::move(path)) {}
   ~PosixMappedFile() override {
+    if (slot_ != nullptr) {
+      if (truncated()) {
+        std::lock_guard<std::mutex> lock(g_truncated_mu);
+        TruncatedPaths().push_back(path_);
+      }
+      slot_->length.store(0, std::memory_order_release);
+      slot_->begin.store(0, std::memory_order_release);
+    }
     if (size() > 0) munmap(const_cast<char*>(data()), size());
+  }
+  bool truncated() const override {
+    return slot_ != nullptr && slot_->truncated.load(std::memory_order_acquire);
   }
   void Release(size_t offset, size_t len) const override {
     if (size() == 0) return;
@@ -119,6 +229,10 @@ class PosixMappedFile final : public MappedFile {
     size_t end = std::min(offset + len, size()) / page * page;
     if (end > begin) madvise(const_cast<char*>(data()) + begin, end - begin, MADV_DONTNEED);
   }
+
+ private:
+  MappingSlot* slot_;  // null for an empty file
+  std::string path_;
 };
 
 // A file whose bytes were copied (mmap refused): the MappedFile view points into the copy.
@@ -241,12 +355,18 @@ class PosixEnv final : public Env {
     if (!S_ISREG(st.st_mode)) return WrongKind(path, st.st_mode);
     const FileIdentity id = IdentityOf(st);
     const size_t size = static_cast<size_t>(st.st_size);
-    if (size == 0) return std::unique_ptr<MappedFile>(new PosixMappedFile("", 0, id));
+    if (size == 0)
+      return std::unique_ptr<MappedFile>(new PosixMappedFile("", 0, id, nullptr, path));
     void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
     if (p != MAP_FAILED) {
-      madvise(p, size, MADV_SEQUENTIAL);
-      return std::unique_ptr<MappedFile>(
-          new PosixMappedFile(static_cast<const char*>(p), size, id));
+      MappingSlot* slot = RegisterMapping(static_cast<const char*>(p), size);
+      if (slot != nullptr) {
+        madvise(p, size, MADV_SEQUENTIAL);
+        return std::unique_ptr<MappedFile>(
+            new PosixMappedFile(static_cast<const char*>(p), size, id, slot, path));
+      }
+      // Every slot taken: a mapping the handler cannot guard is not used.
+      munmap(p, size);
     }
     // Some file systems cannot map: read the bytes instead.
     auto bytes = std::make_unique<std::string>();
@@ -264,6 +384,42 @@ class PosixEnv final : public Env {
     std::string out;
     if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
     COMPACTOR_RETURN_IF_ERROR(ReadAll(fd.get(), path, &out));
+    return out;
+  }
+
+  Result<std::string> ReadFileUpTo(const std::string& path, size_t max_bytes) override {
+    COMPACTOR_ASSIGN_OR_RETURN(int raw, OpenForReading(path));
+    Fd fd(raw);
+    struct stat st {};
+    if (fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "stat", errno);
+    if (S_ISDIR(st.st_mode)) return WrongKind(path, st.st_mode);
+    if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes)
+      return internal::InputLimitError(path, max_bytes);
+#ifdef F_SETPIPE_SZ
+    // A larger pipe buffer (Linux; best effort) lets the writer run ahead
+    // instead of waking this reader every 64 KiB.
+    if (S_ISFIFO(st.st_mode)) (void)fcntl(fd.get(), F_SETPIPE_SZ, 1 << 20);
+#endif
+    // Large reads straight into the result (no 64 KiB bounce buffer): a pipe
+    // is then read as fast as a file. One byte more than the limit tells
+    // "exactly the limit" from "more".
+    std::string out;
+    size_t used = 0;
+    size_t chunk = size_t{1} << 20;
+    for (;;) {
+      if (out.size() - used < chunk) out.resize(used + chunk);
+      const size_t want = std::min(out.size() - used, max_bytes - std::min(max_bytes, used) + 1);
+      ssize_t n = ::read(fd.get(), out.data() + used, want);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(path, "read", errno);
+      }
+      if (n == 0) break;
+      used += static_cast<size_t>(n);
+      if (used > max_bytes) return internal::InputLimitError(path, max_bytes);
+      if (used == out.size() && chunk < (size_t{64} << 20)) chunk *= 2;
+    }
+    out.resize(used);
     return out;
   }
 
@@ -511,6 +667,11 @@ class PosixEnv final : public Env {
 };
 
 }  // namespace
+
+std::vector<std::string> TruncatedMappedFiles() {
+  std::lock_guard<std::mutex> lock(g_truncated_mu);
+  return TruncatedPaths();
+}
 
 Env* Env::Default() {
   static Env* env = new PosixEnv();  // never destroyed: usable from static destructors

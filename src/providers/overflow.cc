@@ -61,6 +61,11 @@ const std::vector<OverflowPattern>& PatternTable() {
       {R"(prompt filled the context window)", PC::kToken, "Ollama OpenAI-compatible"},
       {R"(exceeds the limit of \d+ tokens?\b)", PC::kToken, "GitHub Copilot (token-qualified)"},
       {R"(chat history exceeds the \d+-message limit)", PC::kToken, "message-count cap"},
+      {R"(`?inputs`? tokens \+ `?max_new_tokens`? must be <= \d+)", PC::kToken,
+       "Hugging Face TGI (HTTP 422)"},
+      {R"(`?inputs`? must have less than \d+ tokens)", PC::kToken, "Hugging Face TGI"},
+      {R"(decoder prompt \(length \d+\) is longer than the maximum model length)", PC::kToken,
+       "vLLM"},
       // Cerebras/Mistral's empty 400/413, unanchored (oh-my-pi's form: proxies
       // wrap it in a JSON envelope).
       {R"(\b4(?:00|13)\s*(?:status code)?\s*\(no body\))", PC::kNoBody, "Cerebras / Mistral"},

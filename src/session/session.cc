@@ -249,7 +249,8 @@ struct SessionState {
     uint32_t lines = 0;
     bool have_header = false;
     bool failed = false;
-    uint32_t fail_line = 0;  // 0: the message names no line
+    bool out_of_memory = false;  // failed for want of memory, not for the input
+    uint32_t fail_line = 0;      // 0: the message names no line
     std::string fail_message;
     HeaderFields header_fields;
     Entry header_entry;
@@ -618,7 +619,22 @@ void SessionState::ParseChunk(Chunk& c) {
         static_cast<size_t>(line.data() - data) + line.size() + simdjson::SIMDJSON_PADDING <=
             size ||
         !owned.empty();
+    if (internal::JsonNestingExceeds(line, internal::kMaxJsonNesting)) {
+      // Every walk over a value (estimates, canonical JSON, message parsing)
+      // may then recurse once per level: refuse the line before any does.
+      const std::string msg =
+          "JSON nested deeper than " + std::to_string(internal::kMaxJsonNesting) + " levels";
+      if (!have_header) return fail(line_no, "not a pi session file (" + msg + ")");
+      if (options.strict) return fail(line_no, msg);
+      warn(line_no, msg + "; line skipped");
+      continue;
+    }
     bool ok = ParseLine(line, padded_ok, &e, &span, &hf, &is_header, &error, parser, st);
+    if (!ok && error == simdjson::error_message(simdjson::MEMALLOC)) {
+      // The parser could not grow its buffers: the line may be fine.
+      c.out_of_memory = true;
+      return fail(line_no, "out of memory while reading this line");
+    }
     if (!ok && error.find("UTF-8") != std::string::npos) {
       // Node decodes invalid bytes as U+FFFD before JSON.parse; do the same.
       st.side.push_back(internal::ReplaceInvalidUtf8(line));
@@ -713,6 +729,10 @@ Status SessionState::Load() {
     auto run = [this, &chunks, &crashed](size_t k) {
       try {
         ParseChunk(chunks[k]);
+      } catch (const std::bad_alloc&) {
+        chunks[k].failed = true;
+        chunks[k].out_of_memory = true;
+        chunks[k].fail_message = "out of memory while reading";
       } catch (const std::exception& ex) {
         crashed[k] = ex.what();
       } catch (...) {
@@ -762,6 +782,13 @@ Status SessionState::Load() {
   for (size_t k = 0; k < chunks.size(); ++k) {
     Chunk& c = chunks[k];
     for (auto& [line, message] : c.warnings) Warn(base + line, std::move(message));
+    if (c.failed && c.out_of_memory) {
+      // Never a data error: the caller must not take the file for damaged.
+      return Status::ResourceExhausted(c.fail_line == 0
+                                           ? path + ": " + c.fail_message
+                                           : path + ":" + std::to_string(base + c.fail_line) +
+                                                 ": " + c.fail_message);
+    }
     if (c.failed) {
       if (c.fail_line == 0) return Status::Corruption(path + ": " + c.fail_message);
       return Status::Corruption(path + ":" + std::to_string(base + c.fail_line) + ": " +
@@ -891,6 +918,12 @@ void SessionState::Index() {
     const Entry& e = entries[i];
     if (e.parent_id.empty() || e.parent_id == e.id) continue;
     size_t parent = by_id.Find(e.parent_id);
+    if (parent == IdIndex::kNone) {
+      // pi's walk from a leaf stops here too: everything above is cut off
+      // the context, which should not happen silently.
+      Warn(e.line, "parentId \"" + std::string(e.parent_id) +
+                       "\" names no entry in the file; paths through this entry start here");
+    }
     if (parent != i) parents[i] = parent;
   }
   // Cycle check: every walk must reach a root within size() steps.
@@ -916,20 +949,39 @@ void SessionState::Index() {
   }
 }
 
+namespace {
+Status TruncatedError(const std::string& path) {
+  return Status::IoError(path + ": truncated by another process while it was read");
+}
+}  // namespace
+
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::Open(const std::string& path,
                                                const LoadOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  impl->path = path;
-  impl->options = options;
-  COMPACTOR_ASSIGN_OR_RETURN(impl->file, internal::FileBytes::Open(options.env, path));
-  impl->data = impl->file.data();
-  impl->size = impl->file.size();
-  if (impl->size == 0) return Status::Corruption(path + ":1: empty file, not a pi session");
-  COMPACTOR_RETURN_IF_ERROR(impl->Load());
-  return std::unique_ptr<Session>(new Session(std::move(impl)));
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->path = path;
+    impl->options = options;
+    COMPACTOR_ASSIGN_OR_RETURN(
+        impl->file, internal::FileBytes::Open(options.env, path, options.max_stream_bytes));
+    impl->data = impl->file.data();
+    impl->size = impl->file.size();
+    if (impl->size == 0) return Status::Corruption(path + ":1: empty file, not a pi session");
+    Status loaded = impl->Load();
+    // A truncation while the bytes were read explains any error Load saw.
+    if (impl->file.truncated()) return TruncatedError(path);
+    COMPACTOR_RETURN_IF_ERROR(loaded);
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(path + ": out of memory while reading");
+  }
+}
+
+Status Session::CheckIntact() const {
+  if (impl_->file.truncated()) return TruncatedError(impl_->path);
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<Session>> Session::FromString(std::string contents, std::string name,
@@ -943,7 +995,11 @@ Result<std::unique_ptr<Session>> Session::FromString(std::string contents, std::
   impl->data = impl->owned.data();
   impl->size = n;
   if (n == 0) return Status::Corruption(impl->path + ":1: empty input, not a pi session");
-  COMPACTOR_RETURN_IF_ERROR(impl->Load());
+  try {
+    COMPACTOR_RETURN_IF_ERROR(impl->Load());
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(impl->path + ": out of memory while reading");
+  }
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 

@@ -1,4 +1,5 @@
 #include <exception>
+#include <new>
 
 #include "compactor/compaction.h"
 
@@ -13,6 +14,8 @@ std::optional<R> Guarded(const F& f, const E& e, std::string_view hook,
   std::string what;
   try {
     return f(e);
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory is no hook's failure: the run stops, nothing written
   } catch (const std::exception& ex) {
     what = ex.what();
   } catch (...) {
@@ -31,6 +34,8 @@ void GuardedVoid(const F& f, const E& e, std::string_view hook,
   try {
     f(e);
     return;
+  } catch (const std::bad_alloc&) {
+    throw;  // as above
   } catch (const std::exception& ex) {
     if (on_error) on_error(hook, ex.what());
     if (errors) errors->push_back(std::string(hook) + " handler failed: " + ex.what());

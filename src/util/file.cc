@@ -4,7 +4,7 @@
 
 namespace compactor::internal {
 
-Result<FileBytes> FileBytes::Open(Env* env, const std::string& path) {
+Result<FileBytes> FileBytes::Open(Env* env, const std::string& path, size_t max_stream_bytes) {
   env = EnvOrDefault(env);
   FileBytes fb;
   Result<FileInfo> info = env->Stat(path);
@@ -21,7 +21,7 @@ Result<FileBytes> FileBytes::Open(Env* env, const std::string& path) {
     if (map.status().code() != StatusCode::kFailedPrecondition) return map.status();
   }
   // Pipes and character devices (`<(cat file)`, /dev/stdin): read into memory.
-  COMPACTOR_ASSIGN_OR_RETURN(fb.buffer_, env->ReadFile(path));
+  COMPACTOR_ASSIGN_OR_RETURN(fb.buffer_, env->ReadFileUpTo(path, max_stream_bytes));
   return fb;
 }
 

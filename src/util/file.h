@@ -13,6 +13,9 @@
 
 namespace compactor::internal {
 
+// The default bound on bytes read from a pipe, FIFO or device (1 GiB).
+inline constexpr size_t kDefaultMaxStreamBytes = size_t{1} << 30;
+
 class FileBytes {
  public:
   FileBytes() = default;
@@ -23,7 +26,11 @@ class FileBytes {
 
   // Errors: kNotFound "PATH: no such file", kIoError for a directory ("PATH:
   // is a directory, not a session file") or an unreadable file.
-  static Result<FileBytes> Open(Env* env, const std::string& path);
+  // Pipes, FIFOs and devices are read into memory, at most `max_stream_bytes`
+  // (more: kFailedPrecondition "PATH: more than N bytes (the input limit)");
+  // regular files are mapped whatever their size.
+  static Result<FileBytes> Open(Env* env, const std::string& path,
+                                size_t max_stream_bytes = kDefaultMaxStreamBytes);
 
   const char* data() const { return map_ ? map_->data() : buffer_.data(); }
   size_t size() const { return map_ ? map_->size() : buffer_.size(); }
@@ -32,6 +39,9 @@ class FileBytes {
   // Tells the kernel the mapped range [offset, offset+len) will not be needed
   // soon, so resident memory stays bounded while a large file is scanned once.
   // The bytes stay readable (they are paged in again on access).
+  // True once another process truncated the mapped file while it was read
+  // (MappedFile::truncated): the bytes cannot be trusted.
+  bool truncated() const { return map_ && map_->truncated(); }
   void Release(size_t offset, size_t len) const {
     if (map_) map_->Release(offset, len);
   }

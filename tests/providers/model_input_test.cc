@@ -380,6 +380,28 @@ TEST_F(RemoteCompactionHookTest, FailureKeepsTheLocalCompaction) {
   EXPECT_THAT(errors[1].ToString(), HasSubstr("missing compaction item"));
 }
 
+TEST_F(RemoteCompactionHookTest, KeyEchoedAcrossTheCutIsRedacted) {
+  // Issue 12: the body was cut at 4,000 bytes before the key was redacted, so
+  // a key straddling the cut left its beginning in the error.
+  key = "sk-remote-SECRET-0123456789";
+  for (size_t at : {3990u, 3995u, 4000u, 4005u}) {
+    std::string body = R"({"error":{"message":")" + std::string(at - 24, 'x') + key + R"("}})";
+    server.Push(FakeReply(400, body));
+  }
+  UseHook("/v1", "TEST_OPENAI_KEY");
+  for (int i = 0; i < 4; ++i) {
+    std::string path = dir.Write("s" + std::to_string(i) + ".jsonl", LongSession());
+    auto r = CompactFile(path, co);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  ASSERT_EQ(errors.size(), 4u);
+  for (const Status& e : errors) {
+    EXPECT_THAT(e.ToString(), HasSubstr("400"));
+    EXPECT_THAT(e.ToString(), Not(HasSubstr("sk-r")));
+    EXPECT_THAT(e.ToString(), Not(HasSubstr("SECRET")));
+  }
+}
+
 TEST_F(RemoteCompactionHookTest, MissingKeyIsReportedWithoutARequest) {
   std::string path = dir.Write("s.jsonl", LongSession());
   key.clear();

@@ -117,6 +117,18 @@ const ErrorCase kErrorCases[] = {
     // message cap
     {"chat history exceeds the 2000-message limit", true, false, kTok,
      "chat history exceeds the \\d+-message limit"},
+    // Hugging Face TGI: HTTP 422 bodies, as the server sends them.
+    {"422 {\"error\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= "
+     "4096. Given: 4000 `inputs` tokens and 500 `max_new_tokens`\",\"error_type\":\"validation\"}",
+     true, false, kTok, nullptr},
+    {"422 {\"error\":\"Input validation error: `inputs` must have less than 4096 tokens. Given: "
+     "5000\",\"error_type\":\"validation\"}",
+     true, false, kTok, nullptr},
+    // vLLM's OpenAI-compatible server (HTTP 400).
+    {"400 {\"error\":{\"message\":\"The decoder prompt (length 5000) is longer than the maximum "
+     "model length of 4096. Make sure that `max_model_len` is no smaller than the number of text "
+     "tokens.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}",
+     true, false, kTok, nullptr},
     // No-body 400/413 rule (unanchored, as oh-my-pi)
     {"400 status code (no body)", true, false, OverflowReason::kNoBody, nullptr},
     {"413 status code (no body)", true, true, OverflowReason::kNoBody, nullptr},
@@ -227,6 +239,13 @@ const std::map<std::string, std::string>& RowSamples() {
        "prompt token count of 140000 exceeds the limit of 128000 tokens"},
       {R"(chat history exceeds the \d+-message limit)",
        "chat history exceeds the 2000-message limit"},
+      {R"(`?inputs`? tokens \+ `?max_new_tokens`? must be <= \d+)",
+       "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 "
+       "`inputs` tokens and 500 `max_new_tokens`"},
+      {R"(`?inputs`? must have less than \d+ tokens)",
+       "Input validation error: `inputs` must have less than 4096 tokens. Given: 5000"},
+      {R"(decoder prompt \(length \d+\) is longer than the maximum model length)",
+       "The decoder prompt (length 5000) is longer than the maximum model length of 4096."},
       {R"(\b4(?:00|13)\s*(?:status code)?\s*\(no body\))", "400 status code (no body)"},
       {R"(request_too_large)",
        "413 {\"error\":{\"type\":\"request_too_large\",\"message\":\"Request exceeds the "
