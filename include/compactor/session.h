@@ -43,8 +43,6 @@ enum class EntryType {
   kUnknown,  // any other "type" string: kept and copied verbatim, never interpreted
 };
 
-std::string_view EntryTypeName(EntryType type);
-
 // One non-header line of the file, as indexed at load time. The strings are
 // views into the Session's bytes (or, for values written with JSON escapes
 // and ids assigned by migration, into text the Session owns): valid while the

@@ -22,32 +22,6 @@
 
 namespace compactor {
 
-std::string_view EntryTypeName(EntryType type) {
-  switch (type) {
-    case EntryType::kMessage:
-      return "message";
-    case EntryType::kThinkingLevelChange:
-      return "thinking_level_change";
-    case EntryType::kModelChange:
-      return "model_change";
-    case EntryType::kCompaction:
-      return "compaction";
-    case EntryType::kBranchSummary:
-      return "branch_summary";
-    case EntryType::kCustom:
-      return "custom";
-    case EntryType::kCustomMessage:
-      return "custom_message";
-    case EntryType::kLabel:
-      return "label";
-    case EntryType::kSessionInfo:
-      return "session_info";
-    case EntryType::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
-
 namespace {
 
 EntryType EntryTypeFromName(std::string_view n) {

@@ -13,6 +13,12 @@
 namespace compactor::summarize {
 namespace {
 
+// Defined further down, next to the other text helpers.
+std::vector<std::string> SplitSentences(std::string_view text);
+std::string NormalizeCommand(std::string_view command);
+// Mostly words: not a pasted log, JSON or code line.
+bool LooksLikeProse(std::string_view text);
+
 constexpr size_t kSentenceMax = 320;
 constexpr size_t kRequestMax = 240;
 constexpr size_t kGoalMax = 700;
@@ -1008,6 +1014,7 @@ std::string OneLine(std::string_view text, size_t max_bytes) {
   return Clip(CollapseSpaces(text, max_bytes + 4), max_bytes);
 }
 
+namespace {
 std::vector<std::string> SplitSentences(std::string_view text) {
   std::vector<std::string> out;
   bool in_fence = false;
@@ -1049,7 +1056,9 @@ std::vector<std::string> SplitSentences(std::string_view text) {
   }
   return out;
 }
+}  // namespace
 
+namespace {
 // Pasted logs, JSON and code are not statements of the user.
 bool LooksLikeProse(std::string_view t) {
   if (t.find("\\n") != std::string_view::npos || t.find("\":") != std::string_view::npos ||
@@ -1066,6 +1075,7 @@ bool LooksLikeProse(std::string_view t) {
   }
   return letters >= 2 * other;
 }
+}  // namespace
 
 bool IsConstraintSentence(std::string_view sentence, std::string_view lower, uint32_t cues) {
   std::string_view t = Trim(sentence);
@@ -1078,6 +1088,7 @@ bool IsConstraintSentence(std::string_view sentence) {
   return IsConstraintSentence(sentence, lower, Cues().Match(lower));
 }
 
+namespace {
 std::string NormalizeCommand(std::string_view command) {
   // Heredocs can make a command megabytes long; only its head is shown.
   std::string c = CollapseSpaces(command, 4 * kCommandMax);
@@ -1093,6 +1104,7 @@ std::string NormalizeCommand(std::string_view command) {
   }
   return Clip(c, kCommandMax);
 }
+}  // namespace
 
 std::string CommandFamily(std::string_view normalized) {
   std::vector<std::string_view> words;

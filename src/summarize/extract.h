@@ -111,12 +111,8 @@ void ApplySupersessionPairwise(std::vector<Statement*>& timeline);
 
 // Text helpers exposed for tests.
 std::string OneLine(std::string_view text, size_t max_bytes);
-std::vector<std::string> SplitSentences(std::string_view text);
-std::string NormalizeCommand(std::string_view command);
 std::string CommandFamily(std::string_view normalized);
 bool IsConstraintSentence(std::string_view sentence);
-// Mostly words: not a pasted log, JSON or code line.
-bool LooksLikeProse(std::string_view text);
 // Same, with the sentence already lower-cased and its cue bits matched.
 bool IsConstraintSentence(std::string_view sentence, std::string_view lower, uint32_t cues);
 
