@@ -55,14 +55,6 @@ CompactOptions Options(MemEnv* env) {
   return o;
 }
 
-std::unique_ptr<Session> Load(const MemDir& d, const std::string& path) {
-  LoadOptions lo;
-  lo.env = d.env();
-  auto s = Session::Open(path, lo);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
-
 TEST(CompactEnv, SummaryIsAppendedWithTheEnvsClockAndIds) {
   MemEnvOptions seeded;
   seeded.seed = 99;
@@ -76,7 +68,7 @@ TEST(CompactEnv, SummaryIsAppendedWithTheEnvsClockAndIds) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->compacted);
   EXPECT_EQ(d.Read(path), text + r->entry_json + "\n");
-  auto s = Load(d, path);
+  auto s = d.Load(path);
   ASSERT_TRUE(s);
   const Entry& e = s->entry(s->size() - 1);
   EXPECT_EQ(e.type, EntryType::kCompaction);
@@ -128,7 +120,7 @@ TEST(CompactEnv, NotesHandoffAndMaskUseTheEnv) {
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   ASSERT_TRUE(h->compacted);
   EXPECT_THAT(h->output_path, ::testing::StartsWith(d.path() + "/2026-01-01T00-00-00-000Z_"));
-  auto fresh = Load(d, h->output_path);
+  auto fresh = d.Load(h->output_path);
   ASSERT_TRUE(fresh);
   EXPECT_EQ(fresh->header().parent_session, path);
 

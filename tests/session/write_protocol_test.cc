@@ -269,14 +269,6 @@ CompactOptions Compact(MemEnv* env, const Summarizer* s) {
   return o;
 }
 
-std::unique_ptr<Session> Load(const MemDir& d, const std::string& path) {
-  LoadOptions lo;
-  lo.env = d.env();
-  auto s = Session::Open(path, lo);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
-
 TEST(WriteProtocol, ACompactionAttachesToTheLeafAppendedWhileItWaited) {
   MemDir d;
   std::string path = d.Write("s.jsonl", LongSession(20));
@@ -284,7 +276,7 @@ TEST(WriteProtocol, ACompactionAttachesToTheLeafAppendedWhileItWaited) {
   auto r = CompactFile(path, Compact(d.env(), &s));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->compacted);
-  auto now = Load(d, path);
+  auto now = d.Load(path);
   ASSERT_TRUE(now);
   const Entry& last = now->entry(*now->Leaf());
   EXPECT_EQ(last.type, EntryType::kCompaction);

@@ -56,6 +56,14 @@ std::string MemDir::Read(const std::string& path) const {
   return std::move(r).value();
 }
 
+std::unique_ptr<Session> MemDir::Load(const std::string& path) const {
+  LoadOptions options;
+  options.env = env_.get();
+  Result<std::unique_ptr<Session>> s = Session::Open(path, options);
+  if (!s.ok()) throw std::runtime_error("cannot load " + path + ": " + s.status().ToString());
+  return std::move(s).value();
+}
+
 std::vector<std::string> Names(Env* env, const std::string& dir) {
   Result<std::vector<std::string>> names = env->ListDir(dir);
   if (!names.ok()) return {"<error: " + names.status().ToString() + ">"};

@@ -11,6 +11,7 @@
 
 #include "compactor/env.h"
 #include "compactor/mem_env.h"
+#include "compactor/session.h"
 
 namespace compactor::testing {
 
@@ -40,6 +41,8 @@ class MemDir {
   std::string Write(const std::string& name, const std::string& contents) const;
   // The file's bytes; throws when it cannot be read (like ReadFileOrDie).
   std::string Read(const std::string& path) const;
+  // The session at `path`, loaded through env(); throws when it does not load.
+  std::unique_ptr<Session> Load(const std::string& path) const;
 
  private:
   std::unique_ptr<MemEnv> env_;
