@@ -202,12 +202,32 @@ struct SessionState {
   bool ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span, HeaderFields* hf,
                  bool* is_header, std::string* error, simdjson::ondemand::parser& parser,
                  Storage& st);
+  // One line being read: where it is, what it fills in, where an error goes.
+  struct LineWalk {
+    simdjson::padded_string_view view;
+    std::string_view line;
+    Entry* e;
+    Span* span;
+    HeaderFields* hf;
+    std::string* error;
+    Storage& st;
+    double first_kept_index = -1;  // v1 compactions' "firstKeptEntryIndex"
+  };
   // One walk over the parsed line. With `measure_inline` the message is
   // measured in the same walk; when that gives up, `gave_up` is set and the
   // walk must be redone without it.
-  bool WalkEntry(simdjson::padded_string_view view, std::string_view line, bool measure_inline,
-                 bool* gave_up, Entry* e, Span* span, HeaderFields* hf, bool* is_header,
-                 std::string* error, simdjson::ondemand::parser& parser, Storage& st);
+  bool WalkEntry(LineWalk& w, bool measure_inline, bool* gave_up, bool* is_header,
+                 simdjson::ondemand::parser& parser);
+  // A top-level member other than "type" and "message".
+  static void ReadField(LineWalk& w, std::string_view key, simdjson::ondemand::value v);
+  // The "message" member: its fields, and its measure when `measure_inline`.
+  bool ReadMessage(LineWalk& w, simdjson::ondemand::document& doc, simdjson::ondemand::value v,
+                   bool measure_inline, bool* gave_up);
+  // A member of the message that the index keeps besides its estimate.
+  static void ReadMessageMember(LineWalk& w, std::string_view key, simdjson::ondemand::value v);
+  // Measures the message found by a walk without `measure_inline`, in a
+  // second walk over the same structural index.
+  void MeasureAgain(LineWalk& w, simdjson::ondemand::document& doc);
   // Stores a message's measure: its estimate, tool-call count and file calls.
   static void KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span, Storage& st);
   // A range of whole lines indexed by one thread. Warnings and the first
@@ -327,209 +347,219 @@ bool SessionState::ParseLine(std::string_view line, bool padded_ok, Entry* e, Sp
   // that need the tolerant estimate; the entry is then read again without it
   // and its message measured on its own (MeasureStoredMessage).
   bool gave_up = false;
-  if (WalkEntry(view, line, observer != nullptr, &gave_up, e, span, hf, is_header, error, parser,
-                st))
-    return true;
+  LineWalk walk{view, line, e, span, hf, error, st};
+  if (WalkEntry(walk, observer != nullptr, &gave_up, is_header, parser)) return true;
   if (!gave_up) return false;
   *e = Entry();
   *span = Span();
   *hf = HeaderFields();
-  return WalkEntry(view, line, false, &gave_up, e, span, hf, is_header, error, parser, st);
+  LineWalk again{view, line, e, span, hf, error, st};
+  return WalkEntry(again, false, &gave_up, is_header, parser);
 }
 
-bool SessionState::WalkEntry(simdjson::padded_string_view view, std::string_view line,
-                             bool measure_inline, bool* gave_up, Entry* e, Span* span,
-                             HeaderFields* hf, bool* is_header, std::string* error,
-                             simdjson::ondemand::parser& parser, Storage& st) {
+bool SessionState::WalkEntry(LineWalk& w, bool measure_inline, bool* gave_up, bool* is_header,
+                             simdjson::ondemand::parser& parser) {
   simdjson::ondemand::document doc;
-  if (auto err = parser.iterate(view).get(doc)) {
-    *error = simdjson::error_message(err);
+  if (auto err = parser.iterate(w.view).get(doc)) {
+    *w.error = simdjson::error_message(err);
     return false;
   }
   simdjson::ondemand::object obj;
   if (auto err = doc.get_object().get(obj)) {
-    *error = err == simdjson::INCORRECT_TYPE ? "not a JSON object" : simdjson::error_message(err);
+    *w.error = err == simdjson::INCORRECT_TYPE ? "not a JSON object" : simdjson::error_message(err);
     return false;
   }
   *is_header = false;
   bool has_type = false;
-  double first_kept_index = -1;
   for (auto field_result : obj) {
     simdjson::ondemand::field field;
-    if (auto err = std::move(field_result).get(field)) {
-      *error = simdjson::error_message(err);
-      return false;
-    }
     std::string_view key;
-    if (auto err = field.unescaped_key().get(key)) {
-      *error = simdjson::error_message(err);
+    auto err = std::move(field_result).get(field);
+    if (!err) err = field.unescaped_key().get(key);
+    if (err) {
+      *w.error = simdjson::error_message(err);
       return false;
     }
-    simdjson::ondemand::value v = field.value();
     if (key == "type") {
-      has_type = View(st, v, &e->type_name);
-    } else if (key == "id") {
-      View(st, v, &e->id);
-    } else if (key == "parentId") {
-      View(st, v, &e->parent_id);  // null and non-strings read as "" (root)
-    } else if (key == "timestamp") {
-      if (!View(st, v, &e->timestamp)) {
-        // new Date(number) keeps the number (truncated to whole ms).
-        double d = 0;
-        if (GetNumber(v, &d)) hf->numeric_timestamp = std::trunc(d);
-      }
+      has_type = View(w.st, field.value(), &w.e->type_name);  // the last "type" counts
     } else if (key == "message") {
-      simdjson::ondemand::json_type jt;
-      if (v.type().get(jt) || jt != simdjson::ondemand::json_type::object) {
-        continue;  // a non-object message has no role; it is kept verbatim
-      }
-      const char* start = v.raw_json_token().data();
-      simdjson::ondemand::object m;
-      if (auto err = v.get_object().get(m)) {
-        *error = simdjson::error_message(err);
-        return false;
-      }
-      // What the index keeps of a message besides its estimate.
-      auto member = [&](std::string_view mk, simdjson::ondemand::value mv) {
-        if (mk == "role") {
-          View(st, mv, &e->role_name);
-        } else if (mk == "provider") {
-          e->has_provider = View(st, mv, &e->provider);
-        } else if (mk == "model") {
-          e->has_model = View(st, mv, &e->model);
-        } else if (mk == "stopReason") {
-          View(st, mv, &e->stop_reason);
-        } else if (mk == "usage") {
-          simdjson::ondemand::object u;
-          if (mv.get_object().get(u)) return;
-          e->has_usage = true;
-          for (auto uf_result : u) {
-            simdjson::ondemand::field uf;
-            if (std::move(uf_result).get(uf)) break;
-            std::string_view uk;
-            if (uf.unescaped_key().get(uk)) continue;
-            double d = 0;
-            simdjson::ondemand::value uv = uf.value();
-            if (uk == "input" && GetNumber(uv, &d))
-              e->usage.input = d;
-            else if (uk == "output" && GetNumber(uv, &d))
-              e->usage.output = d;
-            else if (uk == "cacheRead" && GetNumber(uv, &d))
-              e->usage.cache_read = d;
-            else if (uk == "cacheWrite" && GetNumber(uv, &d))
-              e->usage.cache_write = d;
-            else if (uk == "totalTokens" && GetNumber(uv, &d))
-              e->usage.total_tokens = d;
-          }
-        }
-      };
-      if (measure_inline) {
-        // The estimate's walk hands the other members to `member`; it reads
-        // "role" itself.
-        const internal::OtherField other = member;
-        thread_local internal::MessageMeasure measure;
-        if (!observer->Measure(m, &measure, &other)) {
-          *gave_up = true;
-          return false;
-        }
-        if (!measure.role.empty()) e->role_name = st.Keep(measure.role);
-        KeepMeasure(measure, e, span, st);
-      } else {
-        for (auto mf_result : m) {
-          simdjson::ondemand::field mf;
-          if (auto err = std::move(mf_result).get(mf)) {
-            *error = simdjson::error_message(err);
-            return false;
-          }
-          std::string_view mk;
-          if (mf.unescaped_key().get(mk)) continue;
-          member(mk, mf.value());
-        }
-      }
-      const char* end = nullptr;
-      if (doc.current_location().get(end)) {
-        *error = "truncated message object";
-        return false;
-      }
-      std::string_view msg = TrimRight(std::string_view(start, static_cast<size_t>(end - start)));
-      // Offsets are relative to the parsed buffer, which is `line` or its padded copy.
-      span->msg_off = static_cast<uint32_t>(msg.data() - view.data());
-      span->msg_len = static_cast<uint32_t>(msg.size());
-    } else if (key == "thinkingLevel") {
-      e->has_thinking_level = View(st, v, &e->thinking_level);
-    } else if (key == "provider") {
-      e->has_provider = View(st, v, &e->provider);
-    } else if (key == "modelId") {
-      e->has_model = View(st, v, &e->model);
-    } else if (key == "firstKeptEntryId") {
-      View(st, v, &e->first_kept_entry_id);
-    } else if (key == "firstKeptEntryIndex") {
-      GetNumber(v, &first_kept_index);
-    } else if (key == "tokensBefore") {
-      GetNumber(v, &e->tokens_before);
-    } else if (key == "summary") {
-      e->summary_empty = !JsTruthy(v);
-    } else if (key == "fromId") {
-      View(st, v, &e->from_id);
-    } else if (key == "targetId") {
-      View(st, v, &e->target_id);
-    } else if (key == "label") {
-      e->has_label = View(st, v, &e->label);
-    } else if (key == "name") {
-      View(st, v, &e->name);
-    } else if (key == "fromHook") {
-      bool b = false;
-      if (!v.get_bool().get(b)) e->from_hook = b;
-    } else if (key == "version") {
-      GetNumber(v, &hf->version);
-    } else if (key == "cwd") {
-      GetString(v, &hf->cwd);
-    } else if (key == "parentSession") {
-      GetString(v, &hf->parent_session);
+      if (!ReadMessage(w, doc, field.value(), measure_inline, gave_up)) return false;
+    } else {
+      ReadField(w, key, field.value());
     }
   }
   if (!has_type) {
-    *error = "entry has no \"type\"";
+    *w.error = "entry has no \"type\"";
     return false;
   }
+  Entry* e = w.e;
   *is_header = e->type_name == "session";
   e->type = EntryTypeFromName(e->type_name);
   if (e->type == EntryType::kMessage) e->role = RoleFromName(e->role_name);
   if (measure_inline && e->type != EntryType::kMessage) {
     e->estimate = -1;  // measured a "message" member of an entry that is no message
     e->tool_call_blocks = -1;
-    span->file_calls_known = false;
-    span->file_calls = {};
+    w.span->file_calls_known = false;
+    w.span->file_calls = {};
   }
   if (observer != nullptr && !measure_inline && e->type == EntryType::kMessage &&
-      span->msg_len != 0) {
-    // Second walk over the same structural index (no second parse): find the
-    // message object recorded above (the last "message" key, as JSON.parse
-    // keeps) and measure it. Any trouble leaves the estimate to later.
-    const char* msg_start = view.data() + span->msg_off;
-    doc.rewind();
-    simdjson::ondemand::object top;
-    if (!doc.get_object().get(top)) {
-      for (auto field_result : top) {
-        simdjson::ondemand::field field;
-        std::string_view key;
-        if (std::move(field_result).get(field) || field.unescaped_key().get(key)) break;
-        if (key != "message") continue;
-        simdjson::ondemand::value v = field.value();
-        if (v.raw_json_token().data() != msg_start) continue;
-        simdjson::ondemand::object m;
-        thread_local internal::MessageMeasure measure;
-        if (!v.get_object().get(m) && observer->Measure(m, &measure, nullptr))
-          KeepMeasure(measure, e, span, st);
-        break;
+      w.span->msg_len != 0)
+    MeasureAgain(w, doc);
+  // v1 compactions point at a line index; Migrate() turns it into an id.
+  if (w.first_kept_index >= 0 && e->first_kept_entry_id.empty())
+    e->first_kept_entry_id = w.st.Keep("#" + JsNumber(w.first_kept_index));
+  w.span->line = w.line;
+  return true;
+}
+
+void SessionState::ReadField(LineWalk& w, std::string_view key, simdjson::ondemand::value v) {
+  Entry* e = w.e;
+  Storage& st = w.st;
+  if (key == "id") {
+    View(st, v, &e->id);
+  } else if (key == "parentId") {
+    View(st, v, &e->parent_id);  // null and non-strings read as "" (root)
+  } else if (key == "timestamp") {
+    double d = 0;  // new Date(number) keeps the number (truncated to whole ms)
+    if (!View(st, v, &e->timestamp) && GetNumber(v, &d)) w.hf->numeric_timestamp = std::trunc(d);
+  } else if (key == "thinkingLevel") {
+    e->has_thinking_level = View(st, v, &e->thinking_level);
+  } else if (key == "provider") {
+    e->has_provider = View(st, v, &e->provider);
+  } else if (key == "modelId") {
+    e->has_model = View(st, v, &e->model);
+  } else if (key == "firstKeptEntryId") {
+    View(st, v, &e->first_kept_entry_id);
+  } else if (key == "firstKeptEntryIndex") {
+    GetNumber(v, &w.first_kept_index);
+  } else if (key == "tokensBefore") {
+    GetNumber(v, &e->tokens_before);
+  } else if (key == "summary") {
+    e->summary_empty = !JsTruthy(v);
+  } else if (key == "fromId") {
+    View(st, v, &e->from_id);
+  } else if (key == "targetId") {
+    View(st, v, &e->target_id);
+  } else if (key == "label") {
+    e->has_label = View(st, v, &e->label);
+  } else if (key == "name") {
+    View(st, v, &e->name);
+  } else if (key == "fromHook") {
+    bool b = false;
+    if (!v.get_bool().get(b)) e->from_hook = b;
+  } else if (key == "version") {
+    GetNumber(v, &w.hf->version);
+  } else if (key == "cwd") {
+    GetString(v, &w.hf->cwd);
+  } else if (key == "parentSession") {
+    GetString(v, &w.hf->parent_session);
+  }
+}
+
+bool SessionState::ReadMessage(LineWalk& w, simdjson::ondemand::document& doc,
+                               simdjson::ondemand::value v, bool measure_inline, bool* gave_up) {
+  simdjson::ondemand::json_type jt;
+  if (v.type().get(jt) || jt != simdjson::ondemand::json_type::object) {
+    return true;  // a non-object message has no role; it is kept verbatim
+  }
+  const char* start = v.raw_json_token().data();
+  simdjson::ondemand::object m;
+  if (auto err = v.get_object().get(m)) {
+    *w.error = simdjson::error_message(err);
+    return false;
+  }
+  if (measure_inline) {
+    // The estimate's walk hands the other members on; it reads "role" itself.
+    const internal::OtherField other = [&w](std::string_view mk, simdjson::ondemand::value mv) {
+      ReadMessageMember(w, mk, mv);
+    };
+    thread_local internal::MessageMeasure measure;
+    if (!observer->Measure(m, &measure, &other)) {
+      *gave_up = true;
+      return false;
+    }
+    if (!measure.role.empty()) w.e->role_name = w.st.Keep(measure.role);
+    KeepMeasure(measure, w.e, w.span, w.st);
+  } else {
+    for (auto mf_result : m) {
+      simdjson::ondemand::field mf;
+      if (auto err = std::move(mf_result).get(mf)) {
+        *w.error = simdjson::error_message(err);
+        return false;
       }
+      std::string_view mk;
+      if (mf.unescaped_key().get(mk)) continue;
+      ReadMessageMember(w, mk, mf.value());
     }
   }
-  // v1 compactions point at a line index; Migrate() turns it into an id.
-  if (first_kept_index >= 0 && e->first_kept_entry_id.empty())
-    e->first_kept_entry_id = st.Keep("#" + JsNumber(first_kept_index));
-  span->line = line;
+  const char* end = nullptr;
+  if (doc.current_location().get(end)) {
+    *w.error = "truncated message object";
+    return false;
+  }
+  std::string_view msg = TrimRight(std::string_view(start, static_cast<size_t>(end - start)));
+  // Offsets are relative to the parsed buffer, which is `line` or its padded copy.
+  w.span->msg_off = static_cast<uint32_t>(msg.data() - w.view.data());
+  w.span->msg_len = static_cast<uint32_t>(msg.size());
   return true;
+}
+
+void SessionState::ReadMessageMember(LineWalk& w, std::string_view key,
+                                     simdjson::ondemand::value v) {
+  Entry* e = w.e;
+  if (key == "role") {
+    View(w.st, v, &e->role_name);
+  } else if (key == "provider") {
+    e->has_provider = View(w.st, v, &e->provider);
+  } else if (key == "model") {
+    e->has_model = View(w.st, v, &e->model);
+  } else if (key == "stopReason") {
+    View(w.st, v, &e->stop_reason);
+  } else if (key == "usage") {
+    simdjson::ondemand::object u;
+    if (v.get_object().get(u)) return;
+    e->has_usage = true;
+    for (auto uf_result : u) {
+      simdjson::ondemand::field uf;
+      if (std::move(uf_result).get(uf)) break;
+      std::string_view uk;
+      if (uf.unescaped_key().get(uk)) continue;
+      double d = 0;
+      simdjson::ondemand::value uv = uf.value();
+      if (uk == "input" && GetNumber(uv, &d))
+        e->usage.input = d;
+      else if (uk == "output" && GetNumber(uv, &d))
+        e->usage.output = d;
+      else if (uk == "cacheRead" && GetNumber(uv, &d))
+        e->usage.cache_read = d;
+      else if (uk == "cacheWrite" && GetNumber(uv, &d))
+        e->usage.cache_write = d;
+      else if (uk == "totalTokens" && GetNumber(uv, &d))
+        e->usage.total_tokens = d;
+    }
+  }
+}
+
+void SessionState::MeasureAgain(LineWalk& w, simdjson::ondemand::document& doc) {
+  // Find the message object recorded by the walk (the last "message" key, as
+  // JSON.parse keeps) and measure it. Any trouble leaves the estimate to later.
+  const char* msg_start = w.view.data() + w.span->msg_off;
+  doc.rewind();
+  simdjson::ondemand::object top;
+  if (doc.get_object().get(top)) return;
+  for (auto field_result : top) {
+    simdjson::ondemand::field field;
+    std::string_view key;
+    if (std::move(field_result).get(field) || field.unescaped_key().get(key)) break;
+    if (key != "message") continue;
+    simdjson::ondemand::value v = field.value();
+    if (v.raw_json_token().data() != msg_start) continue;
+    simdjson::ondemand::object m;
+    thread_local internal::MessageMeasure measure;
+    if (!v.get_object().get(m) && observer->Measure(m, &measure, nullptr))
+      KeepMeasure(measure, w.e, w.span, w.st);
+    break;
+  }
 }
 
 void SessionState::ParseChunk(Chunk& c) {
