@@ -712,6 +712,15 @@ function handle(req, res, raw) {
     sendJson(res, 400, openaiError("Invalid value: 'compaction_trigger'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning'.", 'invalid_value', 'input'));
     return recordRequest(rec);
   }
+  // A compaction item this fake did not issue cannot be decrypted: the real
+  // service refuses it (a proxy must expand its own items before forwarding).
+  const foreign = conv.extras.find((x) => x.type === 'compaction' && !decodeCompaction(x.encrypted_content));
+  if (foreign) {
+    rec.status = 400;
+    rec.kind = 'foreign-compaction';
+    sendJson(res, 400, openaiError('The encrypted content of a compaction item could not be verified.', 'invalid_encrypted_content', 'input'));
+    return recordRequest(rec);
+  }
   const check = checkNewest(conv);
   const reply = decide(conv, api, body);
   // A model named fake-overflow-http / fake-overflow-stream always overflows

@@ -10,7 +10,8 @@
 #                                (default both; proxy skips, one line, while
 #                                the compactor binary has no `serve` command)
 #     --clients LIST             comma list of scenarios (default: all), of
-#                                codex, codex-overflow, claude, pi-anthropic,
+#                                codex, codex-overflow, codex-overflow-stream,
+#                                codex-remote, claude, pi-anthropic,
 #                                pi-responses, pi-chat, sdk-openai,
 #                                sdk-anthropic
 #     --steps N --pad CHARS      task length: N tool steps, padding files of
@@ -21,7 +22,7 @@
 #     --serve-arg ARG            extra argument for compactor serve (repeatable)
 #     --work DIR                 keep every run's files in DIR (default: a temp
 #                                dir, removed at the end unless a check failed)
-#     --ci                       the bounded CI slice: steps 8, pad 12000, one
+#     --ci                       the bounded CI slice: steps 10, pad 16000, one
 #                                round, a 240 s timeout per client
 #     --no-netns                 run on the host's loopback (no unshare; only
 #                                for machines without it, never in CI)
@@ -40,7 +41,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
 mode=both
-clients=codex,codex-overflow,claude,pi-anthropic,pi-responses,pi-chat,sdk-openai,sdk-anthropic
+clients=codex,codex-overflow,codex-overflow-stream,codex-remote,claude,pi-anthropic,pi-responses,pi-chat,sdk-openai,sdk-anthropic
 steps=12
 pad=16000
 duration=0
@@ -61,7 +62,7 @@ while [ $# -gt 0 ]; do
     --compactor) compactor=$2; shift 2 ;;
     --serve-arg) serve_args+=("$2"); shift 2 ;;
     --work) work=$2; shift 2 ;;
-    --ci) ci=1; steps=8; pad=12000; client_timeout=240; shift ;;
+    --ci) ci=1; steps=10; pad=16000; client_timeout=240; shift ;;
     --no-netns) netns=0; shift ;;
     -h | --help) sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "clients: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -176,13 +177,29 @@ prompt="Work through the numbered workspace steps with your tools, one tool call
 # client's HOME) and BASE (http://127.0.0.1:PORT of the server it talks to),
 # writes DIR/answer.txt and returns the client's exit status.
 
-run_codex() { # DIR BASE [CONFIG-EXTRA...]
-  local dir=$1 base=$2
-  shift 2
+run_codex() { # DIR BASE custom|openai
+  local dir=$1 base=$2 provider=$3
   mkdir -p "$dir/codex_home"
-  cat >"$dir/codex_home/config.toml" <<EOF
+  if [ "$provider" = openai ]; then
+    # The built-in OpenAI provider pointed at BASE: the one with which Codex
+    # compacts remotely (a compaction_trigger item answered by exactly one
+    # compaction item). It first tries a Responses WebSocket (GET
+    # /v1/responses, refused with 404, then HTTP); a small auto-compaction
+    # limit makes it compact within the task.
+    cat >"$dir/codex_home/config.toml" <<EOF
+model = "fake-model"
+model_provider = "openai"
+openai_base_url = "$base/v1"
+model_auto_compact_token_limit = ${COMPACTOR_CLIENTS_CODEX_COMPACT_LIMIT:-25000}
+model_context_window = 60000
+EOF
+  else
+    cat >"$dir/codex_home/config.toml" <<EOF
 model = "fake-model"
 model_provider = "fake"
+EOF
+  fi
+  cat >>"$dir/codex_home/config.toml" <<EOF
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
@@ -198,9 +215,9 @@ enabled = false
 [features]
 plugins = false
 EOF
-  (cd "$dir/ws" && HOME=$dir/home CODEX_HOME=$dir/codex_home FAKE_CODEX_KEY=dummy \
+  (cd "$dir/ws" && HOME=$dir/home CODEX_HOME=$dir/codex_home FAKE_CODEX_KEY=dummy OPENAI_API_KEY=dummy \
     timeout "$client_timeout" "$(bin codex codex)" exec --skip-git-repo-check --ephemeral --json \
-    -C "$dir/ws" -o "$dir/answer.txt" "$@" "$prompt" </dev/null >"$dir/client.out" 2>"$dir/client.err")
+    -C "$dir/ws" -o "$dir/answer.txt" "$prompt" </dev/null >"$dir/client.out" 2>"$dir/client.err")
 }
 
 run_claude() { # DIR BASE
@@ -274,7 +291,7 @@ proxy_window() { # SCENARIO
   case $1 in
     claude) echo 72000 ;;
     codex) echo 56000 ;;
-    codex-overflow) echo 1000000 ;;
+    codex-overflow*) echo 1000000 ;;
     *) echo 48000 ;;
   esac
 }
@@ -283,12 +300,21 @@ run_scenario() { # NAME MODE ROUND
   local name=$1 mode=$2 dir=$work/r$3-$1-$2 fake_args=() base status expect=success
   mkdir -p "$dir/ws" "$dir/home"
   fake_args=(--log "$dir/upstream.jsonl" --workspace "$dir/ws" --steps "$steps" --pad "$pad")
-  if [ "$name" = codex-overflow ]; then
-    # Codex's fixed part is ~10k tokens; the overflow limit sits well above
-    # what the proxy keeps after compacting (fixed + 20k recent + summary).
-    fake_args+=(--overflow-tokens "${COMPACTOR_CLIENTS_OVERFLOW_TOKENS:-36000}")
-    [ "$mode" = direct ] && expect=overflow-failure
-  fi
+  case $name in
+    codex-overflow*)
+      # Codex's fixed part is ~10k tokens; the overflow limit sits well above
+      # what the proxy keeps after compacting (fixed + 20k recent + summary).
+      fake_args+=(--overflow-tokens "${COMPACTOR_CLIENTS_OVERFLOW_TOKENS:-36000}")
+      [ "$name" = codex-overflow-stream ] && fake_args+=(--overflow-mode stream)
+      [ "$mode" = direct ] && expect=overflow-failure
+      ;;
+    codex-remote)
+      # Direct, the fake offers remote compaction the way the service does;
+      # through the proxy it does not (a local server): the proxy must answer
+      # Codex's compaction_trigger itself.
+      [ "$mode" = direct ] && fake_args+=(--remote-compaction)
+      ;;
+  esac
   start_server "$dir/upstream.out" "$dir/upstream.err" node "$here/fake_upstream.mjs" "${fake_args[@]}" || {
     report FAIL "$name" "$mode" "the fake upstream did not start"; return; }
   local fake_pid=$started_pid
@@ -306,7 +332,8 @@ run_scenario() { # NAME MODE ROUND
   fi
   local t0=$SECONDS
   case $name in
-    codex | codex-overflow) run_codex "$dir" "$base" ;;
+    codex | codex-overflow*) run_codex "$dir" "$base" custom ;;
+    codex-remote) run_codex "$dir" "$base" openai ;;
     claude) run_claude "$dir" "$base" ;;
     pi-anthropic) run_pi "$dir" "$base" anthropic-messages ;;
     pi-responses) run_pi "$dir" "$base" openai-responses ;;
