@@ -44,9 +44,23 @@ if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
   exit 3
 fi
 
+# The prefix's package.json before the install adds the dependencies. pi's
+# own packages are pinned to 0.73.1 too (its dependency ranges are ^0.73.1).
+template() { # NAME
+  if [ "$1" = pi ]; then
+    echo '{"name":"compactor-clients-pi","private":true,"overrides":{"@mariozechner/pi-agent-core":"0.73.1","@mariozechner/pi-ai":"0.73.1","@mariozechner/pi-tui":"0.73.1"}}'
+  else
+    echo '{"name":"compactor-clients-'"$1"'","private":true}'
+  fi
+}
+
+stamp() { # NAME
+  echo "${spec[$1]} $(template "$1" | sha256sum | cut -c1-16)"
+}
+
 installed() { # NAME
   local dir=$home/$1
-  [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "${spec[$1]}" ] && [ -e "$dir/${probe[$1]}" ]
+  [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$(stamp "$1")" ] && [ -e "$dir/${probe[$1]}" ]
 }
 
 names=("$@")
@@ -69,7 +83,8 @@ for name in "${names[@]}"; do
     installed "$name" && exit 0
     echo "clients: installing ${spec[$name]} (npm) into $dir" >&2
     rm -f "$dir/.installed"
-    [ -f "$dir/package.json" ] || echo '{"name":"compactor-clients-'"$name"'","private":true}' >"$dir/package.json"
+    rm -rf "$dir/node_modules" "$dir/package-lock.json"
+    template "$name" >"$dir/package.json"
     # shellcheck disable=SC2086
     if ! out=$(cd "$dir" && timeout 600 npm install --no-audit --no-fund --save-exact --loglevel=error ${spec[$name]} 2>&1); then
       echo "clients: skip $name: npm install ${spec[$name]} failed: $(printf '%s' "$out" | grep -m1 -i 'err' || printf '%s' "$out" | tail -n1)" >&2
@@ -79,7 +94,7 @@ for name in "${names[@]}"; do
       echo "clients: skip $name: npm installed ${spec[$name]} but $dir/${probe[$name]} is missing" >&2
       exit 0
     fi
-    echo "${spec[$name]}" >"$dir/.installed"
+    stamp "$name" >"$dir/.installed"
   ) 9>"$dir/.lock"
 done
 echo "$home"

@@ -154,8 +154,10 @@ stop_server() { # PID
   kill -KILL "$1" 2>/dev/null
 }
 
+# `compactor serve --help` of a binary without serve prints the top-level
+# help and exits 0, so look for serve's own option.
 has_serve() {
-  [ -x "$compactor" ] && "$compactor" serve --help >/dev/null 2>&1
+  [ -x "$compactor" ] && "$compactor" serve --help 2>/dev/null | grep -q -- '--upstream'
 }
 
 bin() { echo "$home/$1/node_modules/.bin/$2"; }
@@ -381,10 +383,16 @@ while :; do
   [ "$round" -ge 1000 ] && break
 done
 
-echo "clients: $passed passed, $failed failed, $skipped skipped in $round round(s), $((SECONDS - start))s (files: $work)"
+summary="clients: $passed passed, $failed failed, $skipped skipped in $round round(s), $((SECONDS - start))s"
 if [ $failed -gt 0 ]; then
+  echo "$summary (files kept: $work)"
   echo "clients: failed: ${failures[*]}"
   exit 1
 fi
-[ $remove_work = 1 ] && rm -rf "$work"
+if [ $remove_work = 1 ]; then
+  rm -rf "$work"
+  echo "$summary"
+else
+  echo "$summary (files: $work)"
+fi
 exit 0
