@@ -48,7 +48,7 @@ function option(args, name, fallback) {
   return i >= 0 ? args[i + 1] : fallback;
 }
 
-const AGENTS = new Set(['codex', 'codex-overflow', 'codex-overflow-stream', 'codex-remote', 'claude', 'pi-anthropic', 'pi-responses', 'pi-chat']);
+const AGENTS = new Set(['codex', 'codex-overflow', 'codex-overflow-stream', 'codex-remote', 'claude', 'claude-overflow', 'pi-anthropic', 'pi-overflow', 'pi-responses', 'pi-chat']);
 const tail = (s, n = 2) => s.trim().split('\n').slice(-n).join(' | ').slice(0, 400);
 
 // Answers to compare: [{where, answer, secret}]. The SDK scripts run the task
@@ -84,9 +84,18 @@ function verdict(args) {
     if (status !== 0) problems.push(`client exit status ${status}${status === 124 ? ' (timed out)' : ''}: ${tail(clientErr)}`);
     const list = answers(dir, scenario);
     if (!list.length) problems.push('no answer from the client');
+    // pi 0.73.1 prints nothing in -p mode after it compacted by itself, and
+    // after an overflow it does not even record the answer in its session
+    // file (the messages after the compaction entry are missing): then the
+    // evidence is the final reply the upstream gave pi, which the upstream
+    // could only write from the `cat secret.txt` result pi sent it.
+    const quiet = scenario.startsWith('pi-') && read(path.join(dir, 'notes.txt')).includes('pi printed nothing');
+    const finalReply = [...task].reverse().find((r) => r.kind === 'final')?.answer || '';
     for (const a of list) {
       if (!a.secret) problems.push(`${a.where}/secret.txt missing: step-01 never ran`);
-      else if (!a.answer.includes(a.secret)) problems.push(`wrong answer in ${a.where}: "${a.answer.slice(0, 120)}", want ${a.secret}`);
+      else if (a.answer.includes(a.secret)) continue;
+      else if (quiet && finalReply.includes(a.secret)) facts.push('pi printed nothing and its session file ends at the compaction: answer taken from the upstream\'s final reply');
+      else problems.push(`wrong answer in ${a.where}: "${a.answer.slice(0, 120)}", want ${a.secret}`);
     }
     if (AGENTS.has(scenario) && !task.some((r) => r.kind === 'final' && r.step_reached >= steps)) {
       problems.push(`the upstream never saw step-${String(steps).padStart(2, '0')}'s result (highest step ${Math.max(0, ...task.map((r) => r.step_reached))})`);
@@ -134,7 +143,7 @@ function verdict(args) {
     }
     if (!shrank) problems.push(`the upstream never saw a request smaller than the client's history (max ${maxBytes} B, ${cut.length} requests with calls cut): nothing was compacted`);
     else facts.push(`compacted: request ${shrank.seq} ${shrank.bytes} B < ${shrank.before} B before, ${shrank.missing} call(s) cut`);
-    if (scenario.startsWith('codex-overflow')) {
+    if (scenario.includes('-overflow')) {
       // With a window of 1M the proxy never compacts proactively: what it
       // compacted, it compacted to recover from the injected overflow.
       const n = recs.filter((r) => r.overflow_injected).length;
@@ -152,6 +161,10 @@ function verdict(args) {
     const foreign = recs.filter((r) => r.kind === 'foreign-compaction');
     if (foreign.length) problems.push(`request ${foreign[0].seq}: a compaction item the upstream did not issue reached it (the proxy must expand its own)`);
     facts.push(`${triggers.length} compaction_trigger request(s) upstream`);
+  }
+  if ((scenario === 'pi-overflow' || scenario === 'claude-overflow') && mode === 'direct' && expect === 'success') {
+    if (!recs.some((r) => r.overflow_injected)) problems.push('no overflow was injected: the task never grew past the limit');
+    if (!recs.some((r) => r.kind === 'summary')) problems.push('the client did not compact after the overflow (no summary request)');
   }
   const self = recs.filter((r) => r.kind === 'summary').length;
   if (self) facts.push(`${self} summary request(s)`);

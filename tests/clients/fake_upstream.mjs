@@ -696,6 +696,7 @@ function handle(req, res, raw) {
   Object.assign(rec, {stream: !!body.stream, model: body.model || null, bytes, est_tokens: tokens,
     messages: conv.messages.length, tools: conv.tools.length});
   if (kind === 'count_tokens') {
+    rec.kind = 'count_tokens';
     sendJson(res, 200, {input_tokens: tokens});
     return recordRequest(rec);
   }

@@ -11,7 +11,8 @@
 #                                the compactor binary has no `serve` command)
 #     --clients LIST             comma list of scenarios (default: all), of
 #                                codex, codex-overflow, codex-overflow-stream,
-#                                codex-remote, claude, pi-anthropic,
+#                                codex-remote, claude, claude-overflow,
+#                                pi-anthropic, pi-overflow,
 #                                pi-responses, pi-chat, sdk-openai,
 #                                sdk-anthropic
 #     --steps N --pad CHARS      task length: N tool steps, padding files of
@@ -41,7 +42,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
 mode=both
-clients=codex,codex-overflow,codex-overflow-stream,codex-remote,claude,pi-anthropic,pi-responses,pi-chat,sdk-openai,sdk-anthropic
+clients=codex,codex-overflow,codex-overflow-stream,codex-remote,claude,claude-overflow,pi-anthropic,pi-overflow,pi-responses,pi-chat,sdk-openai,sdk-anthropic
 steps=12
 pad=16000
 duration=0
@@ -293,7 +294,7 @@ proxy_window() { # SCENARIO
   case $1 in
     claude) echo 72000 ;;
     codex) echo 56000 ;;
-    codex-overflow*) echo 1000000 ;;
+    *-overflow*) echo 1000000 ;;
     *) echo 48000 ;;
   esac
 }
@@ -309,6 +310,17 @@ run_scenario() { # NAME MODE ROUND
       fake_args+=(--overflow-tokens "${COMPACTOR_CLIENTS_OVERFLOW_TOKENS:-36000}")
       [ "$name" = codex-overflow-stream ] && fake_args+=(--overflow-mode stream)
       [ "$mode" = direct ] && expect=overflow-failure
+      ;;
+    claude-overflow)
+      # Claude Code's fixed part is ~29k tokens: it overflows late in the
+      # task, summarizes by itself (directly) and goes on; through the proxy
+      # the proxy recovers first.
+      fake_args+=(--overflow-tokens "${COMPACTOR_CLIENTS_CLAUDE_OVERFLOW_TOKENS:-52000}")
+      ;;
+    pi-overflow)
+      # pi compacts by itself on an overflow (directly), then prints nothing
+      # (read from its session file); through the proxy the proxy recovers.
+      fake_args+=(--overflow-tokens "${COMPACTOR_CLIENTS_PI_OVERFLOW_TOKENS:-28000}")
       ;;
     codex-remote)
       # Direct, the fake offers remote compaction the way the service does;
@@ -336,8 +348,8 @@ run_scenario() { # NAME MODE ROUND
   case $name in
     codex | codex-overflow*) run_codex "$dir" "$base" custom ;;
     codex-remote) run_codex "$dir" "$base" openai ;;
-    claude) run_claude "$dir" "$base" ;;
-    pi-anthropic) run_pi "$dir" "$base" anthropic-messages ;;
+    claude*) run_claude "$dir" "$base" ;;
+    pi-anthropic | pi-overflow) run_pi "$dir" "$base" anthropic-messages ;;
     pi-responses) run_pi "$dir" "$base" openai-responses ;;
     pi-chat) run_pi "$dir" "$base" openai-completions ;;
     sdk-openai) run_sdk "$dir" "$base" openai ;;
