@@ -49,7 +49,6 @@ duration=0
 compactor=$root/build/compactor
 serve_args=()
 work=
-ci=0
 netns=1
 client_timeout=600
 args=("$@")
@@ -63,7 +62,7 @@ while [ $# -gt 0 ]; do
     --compactor) compactor=$2; shift 2 ;;
     --serve-arg) serve_args+=("$2"); shift 2 ;;
     --work) work=$2; shift 2 ;;
-    --ci) ci=1; steps=10; pad=16000; client_timeout=240; shift ;;
+    --ci) steps=10; pad=16000; client_timeout=240; shift ;;
     --no-netns) netns=0; shift ;;
     -h | --help) sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "clients: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -96,6 +95,7 @@ if [ -z "${COMPACTOR_CLIENTS_IN_NETNS:-}" ]; then
       exit 77
     fi
     export COMPACTOR_CLIENTS_HOME=$home COMPACTOR_CLIENTS_IN_NETNS=1
+    # shellcheck disable=SC2016 # expanded by the inner bash
     exec unshare -n -m -- bash -c '
       set -e
       ip link set lo up
@@ -117,6 +117,7 @@ fi
 
 # Processes this runner started, stopped on every exit path.
 pids=()
+# shellcheck disable=SC2317 # called from the traps
 cleanup() {
   for pid in "${pids[@]}"; do
     kill -TERM "$pid" 2>/dev/null
