@@ -112,6 +112,8 @@ function verdict(args) {
     if (r.newest_call?.unchanged === false) problems.push(`request ${r.seq}: the newest tool call (${r.newest_call.id}) reached the upstream changed`);
     if (r.newest_result?.ok === false) problems.push(`request ${r.seq}: the newest tool result (${r.newest_result.id}) lacks what step-${String(r.newest_result.step).padStart(2, '0')} printed`);
   }
+  const unpaired = recs.filter((r) => r.kind === 'unpaired');
+  if (unpaired.length) problems.push(`request ${unpaired[0].seq}: tool calls and results not paired (${unpaired[0].unpaired}); the upstream refused it`);
   const serverErrors = recs.filter((r) => r.status >= 500);
   if (serverErrors.length) problems.push(`${serverErrors.length} request(s) the fake upstream could not handle (see upstream.err)`);
 

@@ -376,6 +376,20 @@ function checkNewest(conv) {
   return out;
 }
 
+// The ids of tool calls without a result and results without a call, or ''.
+function unpaired(conv) {
+  const calls = new Set();
+  const results = new Set();
+  for (const m of conv.messages) {
+    for (const p of m.parts) {
+      if (p.type === 'call') calls.add(p.id);
+      else if (p.type === 'result') results.add(p.id);
+    }
+  }
+  const bad = [...calls].filter((id) => !results.has(id)).concat([...results].filter((id) => !calls.has(id)));
+  return bad.join(', ');
+}
+
 // Arguments are unchanged when byte-identical, or (Anthropic sends objects,
 // which a client may re-serialize with another key order) structurally equal.
 function sameArgs(a, b) {
@@ -720,6 +734,20 @@ function handle(req, res, raw) {
     rec.status = 400;
     rec.kind = 'foreign-compaction';
     sendJson(res, 400, openaiError('The encrypted content of a compaction item could not be verified.', 'invalid_encrypted_content', 'input'));
+    return recordRequest(rec);
+  }
+  // Every tool call needs its result and every result its call, or the
+  // real services refuse the request (a proxy must never cut between them).
+  const broken = unpaired(conv);
+  if (broken) {
+    rec.status = 400;
+    rec.kind = 'unpaired';
+    rec.unpaired = broken;
+    const msg = api === 'anthropic' ? `messages: \`tool_use\` ids were found without \`tool_result\` blocks (or the reverse): ${broken}`
+      : api === 'chat' ? `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id' (unpaired: ${broken})`
+      : `No tool output found for function call (unpaired: ${broken})`;
+    if (api === 'anthropic') sendJson(res, 400, {type: 'error', error: {type: 'invalid_request_error', message: msg}});
+    else sendJson(res, 400, openaiError(msg, null, api === 'chat' ? 'messages' : 'input'));
     return recordRequest(rec);
   }
   const check = checkNewest(conv);

@@ -99,8 +99,7 @@ if [ -z "${COMPACTOR_CLIENTS_IN_NETNS:-}" ]; then
     exec unshare -n -m -- bash -c '
       set -e
       ip link set lo up
-      empty=$(mktemp)
-      mount --bind "$empty" /etc/resolv.conf
+      mount --bind /dev/null /etc/resolv.conf
       exec bash "$0" "$@"' "${BASH_SOURCE[0]}" "${args[@]}"
   fi
   export COMPACTOR_CLIENTS_HOME=$home
