@@ -1,0 +1,189 @@
+#!/usr/bin/env node
+// The checks of tests/clients/run.sh, on one run's directory: the fake
+// upstream's request log (upstream.jsonl, one JSON object per request, written
+// by fake_upstream.mjs), the client's answer and exit status, the workspace.
+//
+//   node check.mjs verdict --dir DIR --scenario NAME --mode direct|proxy
+//       --expect success|overflow-failure --status N --steps N
+//     prints "PASS summary" or "FAIL first problem", then one line per
+//     further problem; always exits 0 (the verdict is the output)
+//   node check.mjs pi-answer SESSION_DIR
+//     prints the text of the last assistant message in the newest pi session
+//     file under SESSION_DIR (pi -p prints nothing after it compacted)
+
+import fs from 'node:fs';
+import path from 'node:path';
+
+function readLines(file) {
+  if (!fs.existsSync(file)) return [];
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+const read = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
+
+function piAnswer(dir) {
+  const files = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, {withFileTypes: true})) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.jsonl')) files.push(p);
+    }
+  };
+  if (fs.existsSync(dir)) walk(dir);
+  files.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+  if (!files.length) return '';
+  let answer = '';
+  for (const e of readLines(files[0])) {
+    const m = e.type === 'message' ? e.message : null;
+    if (m?.role !== 'assistant') continue;
+    const text = (m.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('');
+    if (text) answer = text;
+  }
+  return answer;
+}
+
+function option(args, name, fallback) {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+}
+
+const AGENTS = new Set(['codex', 'codex-overflow', 'codex-overflow-stream', 'codex-remote', 'claude', 'claude-overflow', 'pi-anthropic', 'pi-overflow', 'pi-responses', 'pi-chat']);
+const tail = (s, n = 2) => s.trim().split('\n').slice(-n).join(' | ').slice(0, 400);
+
+// Answers to compare: [{where, answer, secret}]. The SDK scripts run the task
+// once per API, each in its own workspace subdirectory, printing
+// "ANSWER <subdir> <text>" lines; the agents run it once in ws/.
+function answers(dir, scenario) {
+  const ws = path.join(dir, 'ws');
+  if (!scenario.startsWith('sdk-')) {
+    return [{where: 'ws', answer: read(path.join(dir, 'answer.txt')).trim(), secret: read(path.join(ws, 'secret.txt')).trim()}];
+  }
+  const out = [];
+  for (const line of read(path.join(dir, 'client.out')).split('\n')) {
+    const m = /^ANSWER (\S+) (.*)$/.exec(line);
+    if (m) out.push({where: m[1], answer: m[2], secret: read(path.join(ws, m[1], 'secret.txt')).trim()});
+  }
+  return out;
+}
+
+function verdict(args) {
+  const dir = option(args, 'dir');
+  const scenario = option(args, 'scenario');
+  const mode = option(args, 'mode');
+  const expect = option(args, 'expect', 'success');
+  const status = Number(option(args, 'status', '0'));
+  const steps = Number(option(args, 'steps', '0'));
+  const recs = readLines(path.join(dir, 'upstream.jsonl'));
+  const clientErr = read(path.join(dir, 'client.err')) + read(path.join(dir, 'client.out'));
+  const task = recs.filter((r) => r.kind === 'call' || r.kind === 'final');
+  const problems = [];
+  const facts = [];
+
+  if (expect === 'success') {
+    if (status !== 0) problems.push(`client exit status ${status}${status === 124 ? ' (timed out)' : ''}: ${tail(clientErr)}`);
+    const list = answers(dir, scenario);
+    if (!list.length) problems.push('no answer from the client');
+    // pi 0.73.1 prints nothing in -p mode after it compacted by itself, and
+    // after an overflow it does not even record the answer in its session
+    // file (the messages after the compaction entry are missing): then the
+    // evidence is the final reply the upstream gave pi, which the upstream
+    // could only write from the `cat secret.txt` result pi sent it.
+    const quiet = scenario.startsWith('pi-') && read(path.join(dir, 'notes.txt')).includes('pi printed nothing');
+    const finalReply = [...task].reverse().find((r) => r.kind === 'final')?.answer || '';
+    for (const a of list) {
+      if (!a.secret) problems.push(`${a.where}/secret.txt missing: step-01 never ran`);
+      else if (a.answer.includes(a.secret)) continue;
+      else if (quiet && finalReply.includes(a.secret)) facts.push('pi printed nothing and its session file ends at the compaction: answer taken from the upstream\'s final reply');
+      else problems.push(`wrong answer in ${a.where}: "${a.answer.slice(0, 120)}", want ${a.secret}`);
+    }
+    if (AGENTS.has(scenario) && !task.some((r) => r.kind === 'final' && r.step_reached >= steps)) {
+      problems.push(`the upstream never saw step-${String(steps).padStart(2, '0')}'s result (highest step ${Math.max(0, ...task.map((r) => r.step_reached))})`);
+    }
+    if (!problems.length) facts.push(`answer ok (${list.map((a) => a.secret).join(', ')})`);
+  } else if (expect === 'overflow-failure') {
+    if (status === 0) problems.push('the client succeeded although the upstream refused its request as too long');
+    if (!recs.some((r) => r.overflow_injected)) problems.push('no overflow was injected: the task never grew past the limit');
+    if (!/context window|context_length_exceeded|too long/i.test(clientErr)) problems.push(`the client did not report the overflow: ${tail(clientErr)}`);
+    if (!problems.length) facts.push(`failed as expected on the overflow (exit ${status})`);
+  }
+
+  for (const r of task) {
+    if (r.newest_call?.unchanged === false) problems.push(`request ${r.seq}: the newest tool call (${r.newest_call.id}) reached the upstream changed`);
+    if (r.newest_result?.ok === false) problems.push(`request ${r.seq}: the newest tool result (${r.newest_result.id}) lacks what step-${String(r.newest_result.step).padStart(2, '0')} printed`);
+  }
+  const unpaired = recs.filter((r) => r.kind === 'unpaired');
+  if (unpaired.length) problems.push(`request ${unpaired[0].seq}: tool calls and results not paired (${unpaired[0].unpaired}); the upstream refused it`);
+  const serverErrors = recs.filter((r) => r.status >= 500);
+  if (serverErrors.length) problems.push(`${serverErrors.length} request(s) the fake upstream could not handle (see upstream.err)`);
+
+  // History: direct, the client sends its whole history every time (nothing
+  // missing); through the proxy, an agent's later requests must be smaller
+  // than its full history: calls cut and the request smaller than before.
+  const bytes = task.map((r) => r.bytes);
+  const maxBytes = Math.max(0, ...bytes);
+  if (task.length) facts.push(`${recs.length} requests (${task.length} task), upstream max ${maxBytes} B, last ${bytes[bytes.length - 1]} B`);
+  // A client that compacted by itself (a summary or compaction request came
+  // first) legitimately sends less afterwards.
+  const selfCompacted = (r) => recs.some((x) => x.seq < r.seq && (x.kind === 'summary' || x.kind === 'compaction'));
+  const cut = task.filter((r) => r.missing_calls > 0);
+  const unexplained = cut.filter((r) => !selfCompacted(r));
+  if (mode === 'direct' && unexplained.length && expect === 'success') {
+    problems.push(`request ${unexplained[0].seq}: ${unexplained[0].missing_calls} earlier tool call(s) missing although nothing compacted (the client dropped history?)`);
+  }
+  if (mode === 'proxy' && AGENTS.has(scenario) && expect === 'success') {
+    let shrank = null;
+    for (let i = 1; i < task.length; i++) {
+      const before = Math.max(...bytes.slice(0, i));
+      // Codex-remote compacts by itself (through the proxy's compaction
+      // item); elsewhere a cut the client made itself does not count.
+      const byProxy = scenario === 'codex-remote' || !selfCompacted(task[i]);
+      if (task[i].missing_calls > 0 && bytes[i] < before && byProxy) {
+        shrank = {seq: task[i].seq, bytes: bytes[i], before, missing: task[i].missing_calls, floor: task[i].history_floor};
+        break;
+      }
+    }
+    if (!shrank) problems.push(`the upstream never saw a request smaller than the client's history (max ${maxBytes} B, ${cut.length} requests with calls cut): nothing was compacted`);
+    else facts.push(`compacted: request ${shrank.seq} ${shrank.bytes} B < ${shrank.before} B before, ${shrank.missing} call(s) cut`);
+    if (scenario.includes('-overflow')) {
+      // With a window of 1M the proxy never compacts proactively: what it
+      // compacted, it compacted to recover from the injected overflow.
+      const n = recs.filter((r) => r.overflow_injected).length;
+      facts.push(`${n} overflow(s) injected and recovered`);
+    }
+  }
+  if (scenario === 'codex-remote') {
+    // Codex compacted by itself: a compaction_trigger request. Direct, the
+    // fake answered it; through the proxy the proxy must have (the fake
+    // refuses the trigger there), so the upstream may never see one.
+    const triggers = recs.filter((r) => r.kind === 'compaction');
+    if (mode === 'direct' && !triggers.some((r) => r.status === 200)) problems.push('Codex never sent a compaction_trigger (remote compaction) request');
+    const refused = triggers.filter((r) => r.status !== 200);
+    if (mode === 'proxy' && refused.length) problems.push(`the proxy forwarded ${refused.length} compaction_trigger request(s) to an upstream without remote compaction instead of answering them`);
+    const foreign = recs.filter((r) => r.kind === 'foreign-compaction');
+    if (foreign.length) problems.push(`request ${foreign[0].seq}: a compaction item the upstream did not issue reached it (the proxy must expand its own)`);
+    facts.push(`${triggers.length} compaction_trigger request(s) upstream`);
+  }
+  if ((scenario === 'pi-overflow' || scenario === 'claude-overflow') && mode === 'direct' && expect === 'success') {
+    if (!recs.some((r) => r.overflow_injected)) problems.push('no overflow was injected: the task never grew past the limit');
+    if (!recs.some((r) => r.kind === 'summary')) problems.push('the client did not compact after the overflow (no summary request)');
+  }
+  const self = recs.filter((r) => r.kind === 'summary').length;
+  if (self) facts.push(`${self} summary request(s)`);
+
+  if (problems.length) {
+    console.log(`FAIL ${problems[0]}`);
+    for (const p of problems.slice(1)) console.log(p);
+    console.log(`(${facts.join('; ')}; files in ${dir})`);
+  } else {
+    console.log(`PASS ${facts.join('; ')}`);
+  }
+}
+
+const [cmd, ...rest] = process.argv.slice(2);
+if (cmd === 'verdict') verdict(rest);
+else if (cmd === 'pi-answer') process.stdout.write(piAnswer(rest[0]) + '\n');
+else {
+  console.error('usage: check.mjs verdict ... | pi-answer SESSION_DIR');
+  process.exit(2);
+}
