@@ -284,8 +284,20 @@ bool RepairForJsonParse(std::string_view json, int error, std::string* out) {
 }
 
 bool JsonNestingExceeds(std::string_view json, size_t limit) {
+  // Every session line passes here, so the bracket count is written to
+  // vectorize: '[' and '{' differ only in bit 0x20, and byte counters over
+  // blocks too short to overflow them let the compiler count 16 or 32 bytes
+  // per instruction (3.5x faster than a size_t count per byte; docs/benchmarks.md).
+  constexpr size_t kBlock = 224;  // a multiple of 32, at most 255
+  const auto* p = reinterpret_cast<const unsigned char*>(json.data());
+  const auto* const end = p + json.size();
   size_t openers = 0;
-  for (char ch : json) openers += static_cast<size_t>(ch == '{') + static_cast<size_t>(ch == '[');
+  for (; static_cast<size_t>(end - p) >= kBlock; p += kBlock) {
+    unsigned char block = 0;
+    for (size_t i = 0; i < kBlock; ++i) block += static_cast<unsigned char>((p[i] | 0x20) == '{');
+    openers += block;
+  }
+  for (; p < end; ++p) openers += static_cast<size_t>((*p | 0x20) == '{');
   if (openers <= limit) return false;
   // Enough brackets to matter: count depth outside strings. Iterative by
   // design (this guards the recursive walks).

@@ -33,5 +33,30 @@ TEST(JsonNesting, TheLimitIsInclusive) {
   EXPECT_FALSE(JsonNestingExceeds("[" + wide + "]", kMaxJsonNesting));
 }
 
+TEST(JsonNesting, EveryLengthAroundTheCountingBlocks) {
+  // The first count runs over fixed blocks and then a tail: every split of
+  // a line's brackets between them gives the same answer, and only '[' and
+  // '{' count ('[' | 0x20 is '{', and no other byte gives '{').
+  for (size_t depth : {1, 2, 223, 224, 225, 447, 448, 449, 700}) {
+    for (size_t pad : {0, 1, 31, 223, 224, 300}) {
+      const std::string filler(pad, ' ');
+      // One bracket fewer counted and the first pass would say no.
+      const std::string bare = filler + std::string(depth, '[') + std::string(depth, ']') + filler;
+      EXPECT_FALSE(JsonNestingExceeds(bare, depth)) << depth << " " << pad;
+      EXPECT_TRUE(JsonNestingExceeds(bare, depth - 1)) << depth << " " << pad;
+      // Brackets inside a string count only in the first pass.
+      const std::string quoted =
+          filler + std::string(depth, '[') + "\"{};;:[]\"" + std::string(depth, ']') + filler;
+      EXPECT_FALSE(JsonNestingExceeds(quoted, depth)) << depth << " " << pad;
+      EXPECT_TRUE(JsonNestingExceeds(quoted, depth - 1)) << depth << " " << pad;
+    }
+  }
+  // Bytes a bit away from the brackets never count.
+  std::string near;
+  for (unsigned char c : {0x3b, 0x4b, 0x6b, 0x5d, 0x7d, 0xdb, 0xfb, 0x1b})
+    near += std::string(300, static_cast<char>(c));
+  EXPECT_FALSE(JsonNestingExceeds(near, 0));
+}
+
 }  // namespace
 }  // namespace compactor::internal
