@@ -6,6 +6,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
+# ccache hits for a clean clone at any path (CI clones afresh; the cache in
+# the home directory outlives it): paths inside the clone are hashed relative
+# to it.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 packages=(
   g++ cmake make pkg-config ca-certificates git ccache

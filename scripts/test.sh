@@ -6,6 +6,10 @@
 # they skip, saying so in one line.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# ccache hits for a clean clone at any path (CI clones afresh; the cache in
+# the home directory outlives it): paths inside the clone are hashed relative
+# to it.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 "$root/scripts/setup.sh" "$root/build"
 status=0
 "$root/tests/oracle/install.sh" >/dev/null || status=$?
