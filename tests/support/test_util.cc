@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -70,6 +74,29 @@ std::vector<std::string> Names(Env* env, const std::string& dir) {
   return std::move(names).value();
 }
 
+namespace {
+
+// write(2) that fails with EPIPE instead of killing the test process when the
+// program stopped reading its stdin early (as it may: input limits). SIGPIPE
+// is blocked in this thread only, around the call, so no child inherits the
+// change; one raised meanwhile is taken off the queue.
+ssize_t WriteNoSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  const ssize_t n = write(fd, data, size);
+  if (n < 0 && errno == EPIPE) {
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_only, nullptr, &zero) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return n;
+}
+
+}  // namespace
+
 RunResult RunProgram(const std::vector<std::string>& argv, const std::string& stdin_text) {
   int in[2], out[2], err[2];
   if (pipe(in) || pipe(out) || pipe(err)) throw std::runtime_error("pipe failed");
@@ -106,7 +133,7 @@ RunResult RunProgram(const std::vector<std::string>& argv, const std::string& st
     for (const pollfd& p : fds) {
       if (!p.revents) continue;
       if (p.fd == in[1]) {
-        ssize_t n = write(in[1], stdin_text.data() + written, stdin_text.size() - written);
+        ssize_t n = WriteNoSigpipe(in[1], stdin_text.data() + written, stdin_text.size() - written);
         if (n > 0) written += static_cast<size_t>(n);
         if (n < 0 || written == stdin_text.size()) {
           close(in[1]);
