@@ -14,9 +14,7 @@ int main(int argc, char** argv) {
       "compactor: keeps LLM agent sessions (pi session files) inside their context window"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "compactor 0.1.0");
-  app.footer(
-      "Exit codes: 0 ok, 1 input error (unreadable or invalid session), 2 usage error, 3 eval "
-      "--check target missed, 4 internal error (out of memory).");
+  app.footer(kExitCodesFooter);
   RegisterContext(app);
   RegisterStats(app);
   RegisterTree(app);
@@ -27,6 +25,7 @@ int main(int argc, char** argv) {
   RegisterPlan(app);
   RegisterPrune(app);
   RegisterEval(app);
+  RegisterServeForward(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
