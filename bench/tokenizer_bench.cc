@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "compactor/tokenizer.h"
-#include "tokens/pcre2_splitter.h"
+#include "support/pcre2_splitter.h"
+#include "support/sample_corpus.h"
 #include "tokens/pretokenize.h"
-#include "tokens/sample_corpus.h"
 
 namespace {
 

@@ -7,12 +7,14 @@
 #include "compactor/compact.h"
 #include "compactor/model_input.h"
 #include "compactor/provider_api.h"
+#include "compactor/strategy.h"
 
 namespace compactor::cli {
 namespace {
 
 struct CompactArgs {
   SessionArgs session;
+  int64_t grace_ms = 300;
   SettingsArgs settings;
   std::string strategy;
   std::string summarizer = "offline";
@@ -28,7 +30,7 @@ struct CompactArgs {
 
 nlohmann::ordered_json ResultJson(const CompactionResult& r, bool dry_run) {
   nlohmann::ordered_json j;
-  j["strategy"] = std::string(StrategyName(r.strategy));
+  j["strategy"] = r.strategy;
   j["compacted"] = r.compacted;
   j["written"] = r.compacted && !dry_run;
   j["skippedReason"] = r.skipped_reason.empty() ? nlohmann::ordered_json(nullptr)
@@ -46,8 +48,8 @@ nlohmann::ordered_json ResultJson(const CompactionResult& r, bool dry_run) {
   j["summarizedTokens"] = r.summarized_tokens;
   j["ineffective"] = r.ineffective;
   j["fromHook"] = r.from_hook;
-  if (r.strategy == Strategy::kUserPrompts) j["keptUserMessageCount"] = r.kept_user_messages;
-  if (r.strategy == Strategy::kMask) j["maskedOutputs"] = r.masked_outputs;
+  if (r.kept_user_messages) j["keptUserMessageCount"] = *r.kept_user_messages;
+  if (r.masked_outputs) j["maskedOutputs"] = *r.masked_outputs;
   j["outputPath"] = r.output_path.empty() ? nlohmann::ordered_json(nullptr)
                                           : nlohmann::ordered_json(r.output_path);
   j["readFiles"] = r.read_files;
@@ -60,6 +62,17 @@ nlohmann::ordered_json ResultJson(const CompactionResult& r, bool dry_run) {
   return j;
 }
 
+// "summary (default), user-prompts, notes, handoff, mask": the registered names.
+std::string StrategyHelp() {
+  std::string out;
+  for (const CompactionStrategy* s : Strategies()) {
+    if (!out.empty()) out += ", ";
+    out += s->name();
+    if (s == &DefaultStrategy()) out += " (default)";
+  }
+  return out;
+}
+
 }  // namespace
 
 void RegisterCompact(CLI::App& app) {
@@ -69,8 +82,7 @@ void RegisterCompact(CLI::App& app) {
       "Compact the session: summarize old history, keep recent messages, record it in the file");
   AddSessionArgs(cmd, &args->session);
   AddSettingsArgs(cmd, &args->settings);
-  cmd->add_option("--strategy", args->strategy,
-                  "summary (default), user-prompts, notes, handoff, mask");
+  cmd->add_option("--strategy", args->strategy, StrategyHelp());
   cmd->add_option("--summarizer", args->summarizer,
                   "offline (default: embedded, no network) or a model name from the settings "
                   "file's \"models\"");
@@ -87,6 +99,7 @@ void RegisterCompact(CLI::App& app) {
                 "only compact when the trigger policy fires (needs --context-window or settings)");
   cmd->add_flag("--dry-run", args->dry_run, "compute and print everything, write nothing");
   cmd->add_flag("--json", args->json, "print the result as one JSON object");
+  AddRewriteArgs(cmd, &args->grace_ms);
   cmd->callback([args] {
     auto settings = ResolveSettings(args->settings);
     if (!settings.ok()) {
@@ -101,7 +114,7 @@ void RegisterCompact(CLI::App& app) {
         ExitCode() = Fail(s.status());
         return;
       }
-      o.strategy = *s;
+      o.strategy = *s;  // a registered strategy: static lifetime
     }
     auto summarizer =
         MakeSummarizer(args->summarizer, args->settings.settings_file, o.settings.reserve_tokens);
@@ -140,14 +153,15 @@ void RegisterCompact(CLI::App& app) {
     o.handoff_dir = args->handoff_dir;
     o.only_if_needed = args->if_needed;
     o.dry_run = args->dry_run;
+    o.rewrite_grace_ms = args->grace_ms;
     LoadOptions load;
     load.strict = args->session.strict;
-    if (!args->session.quiet) {
-      load.on_warning = [](const LoadWarning& w) {
-        fmt::print(stderr, "compactor: warning: {}\n", w.ToString());
-      };
-    }
+    load.max_stream_bytes = static_cast<size_t>(args->session.input_limit_mib) << 20;
+    // Capped like every command's (the file may be read twice: once more under its lock).
+    WarningPrinter warnings(args->session.quiet);
+    load.on_warning = warnings.Callback();
     auto r = CompactFile(args->session.file, o, load);
+    warnings.Finish();
     if (!r.ok()) {
       ExitCode() = Fail(r.status());
       return;
@@ -160,15 +174,16 @@ void RegisterCompact(CLI::App& app) {
     }
     std::string out;
     if (!r->compacted) {
-      out = fmt::format("Nothing done ({}): {}; context {} tokens.\n", StrategyName(r->strategy),
+      out = fmt::format("Nothing done ({}): {}; context {} tokens.\n", r->strategy,
                         r->skipped_reason, r->tokens_before);
       Print(out);
       return;
     }
     const double before = r->tokens_before, after = static_cast<double>(r->tokens_after);
-    out += fmt::format("{} compaction ({}){}\n", StrategyName(r->strategy),
-                       args->dry_run ? "dry run, nothing written" : "written",
-                       r->strategy == Strategy::kHandoff ? ": new session " + r->output_path : "");
+    out += fmt::format(
+        "{} compaction ({}){}\n", r->strategy,
+        args->dry_run ? "dry run, nothing written" : "written",
+        r->output == CompactionOutput::kNewSession ? ": new session " + r->output_path : "");
     out += fmt::format("tokens: {:.0f} before -> {:.0f} after ({:.1f}% smaller)\n", before, after,
                        before > 0 ? 100.0 * (before - after) / before : 0.0);
     out += fmt::format("summarized {} messages (~{} tokens){}; kept from entry {}\n",

@@ -5,6 +5,7 @@
 #include "compactor/context.h"
 #include "compactor/js_json.h"
 #include "compactor/message.h"
+#include "compactor/strategy.h"
 
 namespace compactor::cli {
 namespace {
@@ -147,7 +148,7 @@ void RegisterContext(CLI::App& app) {
     }
     ContextOptions options;
     if (!args->leaf.empty()) options.leaf_id = args->leaf;
-    options.expand_compactions = args->expand;
+    if (args->expand) options.expander = StrategyExpander();
     auto ctx = BuildSessionContext(**session, options);
     if (!ctx.ok()) {
       ExitCode() = Fail(ctx.status());

@@ -4,14 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "commands.h"
 #include "common.h"
 #include "compactor/eval.h"
 #include "compactor/providers.h"
+#include "compactor/strategy.h"
 
 namespace compactor::cli {
 namespace {
@@ -44,20 +43,25 @@ std::string Stem(const std::string& path) {
   return p;
 }
 
+bool Exists(const std::string& path) { return Env::Default()->Stat(path).ok(); }
+
 // Directories expand to their *.jsonl files (sorted).
 std::vector<std::string> ExpandSessions(const std::vector<std::string>& inputs) {
+  Env* env = Env::Default();
   std::vector<std::string> out;
   for (const std::string& in : inputs) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(in, ec)) {
-      std::vector<std::string> found;
-      for (const auto& e : std::filesystem::directory_iterator(in, ec))
-        if (e.is_regular_file() && e.path().extension() == ".jsonl")
-          found.push_back(e.path().string());
-      std::sort(found.begin(), found.end());
-      out.insert(out.end(), found.begin(), found.end());
-    } else {
+    Result<FileInfo> info = env->Stat(in);
+    if (!info.ok() || info->kind != FileKind::kDirectory) {
       out.push_back(in);
+      continue;
+    }
+    Result<std::vector<std::string>> names = env->ListDir(in);
+    if (!names.ok()) continue;
+    const std::string dir = in.ends_with('/') ? in : in + "/";
+    for (const std::string& name : *names) {  // sorted by ListDir
+      if (name.size() <= 6 || !name.ends_with(".jsonl")) continue;
+      Result<FileInfo> f = env->Stat(dir + name);
+      if (f.ok() && f->kind == FileKind::kRegular) out.push_back(dir + name);
     }
   }
   return out;
@@ -92,22 +96,24 @@ int Run(const EvalArgs& a) {
     if (a.settings.settings_file.empty())
       return Fail(Status::InvalidArgument(
           "--judge names a model: give the settings file that defines it (--settings FILE)"));
-    std::ifstream in(a.settings.settings_file, std::ios::binary);
-    std::stringstream buf;
-    buf << in.rdbuf();
-    auto models = ParseModelConfigs(buf.str());
+    Result<std::string> text = Env::Default()->ReadFile(a.settings.settings_file);
+    auto models = ParseModelConfigs(text.ok() ? *text : std::string());
     if (!models.ok()) return Fail(models.status());
     auto candidates = ResolveCandidates(*models, a.judge);
     if (!candidates.ok()) return Fail(Status::InvalidArgument(candidates.status().message()));
     judge = NewLlmProbeJudge(std::move(candidates).value());
   }
 
-  std::vector<std::optional<Strategy>> strategies;
-  std::vector<std::string> names = a.strategies;
-  if (names.empty()) names = {"none", "summary", "user-prompts", "notes", "mask"};
-  for (const std::string& n : names) {
+  // nullptr: "none", the ceiling.
+  std::vector<const CompactionStrategy*> strategies;
+  if (a.strategies.empty()) {
+    strategies.push_back(nullptr);
+    for (const CompactionStrategy* s : Strategies())
+      if (s->evaluated_by_default()) strategies.push_back(s);
+  }
+  for (const std::string& n : a.strategies) {
     if (n == "none") {
-      strategies.push_back(std::nullopt);
+      strategies.push_back(nullptr);
       continue;
     }
     auto s = ParseStrategy(n);
@@ -128,32 +134,33 @@ int Run(const EvalArgs& a) {
     if (!session.ok()) return Fail(session.status());
     FactFile facts;
     const std::string facts_path = Stem(path) + ".facts.json";
-    if (std::filesystem::exists(facts_path)) {
+    if (Exists(facts_path)) {
       auto f = ReadFactFile(facts_path);
       if (!f.ok()) return Fail(f.status());
       facts = std::move(*f);
     } else {
-      facts = ExtractFacts(**session);
+      facts = ExtractProbeFacts(**session);
     }
     if (a.print_facts) {
       Print(FactFileToJson(facts));
       continue;
     }
-    for (const auto& strategy : strategies) {
+    for (const CompactionStrategy* strategy : strategies) {
       EvalConfig config;
       config.strategy = strategy;
       config.compact.settings = *settings;
       config.summarizer_name = a.summarizer;
       config.compact.summarizer = summarizer->get();
       config.judge = judge.get();
-      if (strategy == Strategy::kNotes) {
+      const bool needs_notes = strategy && strategy->needs().notes_file;
+      if (needs_notes) {
         const std::string notes = Stem(path) + ".notes.md";
-        if (std::filesystem::exists(notes)) config.compact.notes_path = notes;
+        if (Exists(notes)) config.compact.notes_path = notes;
       }
       SessionEval ev;
-      if (strategy == Strategy::kNotes && config.compact.notes_path.empty()) {
+      if (needs_notes && config.compact.notes_path.empty()) {
         ev.session = path;
-        ev.strategy = "notes";
+        ev.strategy = std::string(strategy->name());
         ev.skipped_reason = "no notes file (" + Stem(path) + ".notes.md)";
       } else {
         auto r = EvaluateSession(**session, facts, config);
@@ -180,15 +187,15 @@ int Run(const EvalArgs& a) {
         fmt::print(stderr, "note: {} ({}): {}\n", e.session, e.strategy, e.skipped_reason);
   }
   if (!a.html.empty()) {
-    std::ofstream out(a.html, std::ios::binary);
-    out << EvalHtml(summaries);
-    if (!out) return Fail(Status::IoError(a.html + ": cannot write"));
+    // A report, not a session: readable by others as a plain write would leave it.
+    Status written = Env::Default()->ReplaceFile(a.html, EvalHtml(summaries), {"", 0666});
+    if (!written.ok()) return Fail(written);
   }
   if (a.check) {
     std::vector<std::string> misses;
     bool found = false;
     for (const EvalSummary& s : summaries) {
-      if (s.strategy != "summary") continue;
+      if (s.strategy != "summary") continue;  // the quality targets are the summary strategy's
       found = true;
       misses = CheckTargets(s);
     }
@@ -211,9 +218,12 @@ void RegisterEval(CLI::App& app) {
                   "session files or directories; facts from <name>.facts.json beside each, else "
                   "extracted by rule");
   AddSettingsArgs(cmd, &args->settings);
+  std::string by_default = "none";
+  for (const CompactionStrategy* s : Strategies())
+    if (s->evaluated_by_default()) by_default += " " + std::string(s->name());
   cmd->add_option("--strategy", args->strategies,
-                  "none (no compaction: the ceiling), summary, user-prompts, notes, handoff, mask; "
-                  "repeatable (default: none summary user-prompts notes mask)")
+                  "none (no compaction: the ceiling), " + StrategyNames() +
+                      "; repeatable (default: " + by_default + ")")
       ->delimiter(',');
   cmd->add_option(
       "--summarizer", args->summarizer,

@@ -11,10 +11,24 @@ namespace {
 
 struct MigrateArgs {
   SessionArgs session;
+  int64_t grace_ms = 300;
   std::string out;
   bool in_place = false;
   bool json = false;
 };
+
+// The in-place migration under the write protocol: the file is read again
+// under the lock and entries appended meanwhile are carried over as written.
+Status MigrateInPlace(const std::string& path, int64_t grace_ms) {
+  SessionRewriteOptions o;
+  o.grace_ms = grace_ms;
+  auto rebuild = [&path](std::string_view bytes) -> Result<std::string> {
+    COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> now,
+                               Session::FromString(std::string(bytes), path));
+    return now->ToV3Jsonl();
+  };
+  return RewriteSessionFile(path, rebuild, o).status();
+}
 
 }  // namespace
 
@@ -29,6 +43,7 @@ void RegisterMigrate(CLI::App& app) {
                 "replace FILE atomically, keeping the original as FILE.bak")
       ->excludes(out_opt);
   cmd->add_flag("--json", args->json, "print a JSON report instead of the file or a sentence");
+  AddRewriteArgs(cmd, &args->grace_ms);
   cmd->callback([args] {
     auto loaded = LoadSession(args->session);
     if (!loaded.ok()) {
@@ -62,7 +77,8 @@ void RegisterMigrate(CLI::App& app) {
         Print(fmt::format("{} is already format v3; nothing to do\n", target));
       return;
     }
-    Status st = WriteFileAtomic(target, v3, RewriteOptions{args->in_place, ".bak"});
+    Status st = args->in_place ? MigrateInPlace(target, args->grace_ms)
+                               : WriteFileAtomic(target, v3, RewriteOptions{false, ".bak"});
     if (!st.ok()) {
       ExitCode() = Fail(st);
       return;

@@ -193,8 +193,7 @@ void RegisterPlan(CLI::App& app) {
     options.settings = *settings;
     if (!args->leaf.empty()) options.leaf_id = args->leaf;
     options.pi_quirks = args->pi_quirks;
-    args->session.estimate_messages =
-        options.settings.tokenizer.empty() || options.settings.tokenizer == "estimate";
+    args->session.estimate_messages = !options.settings.tokenizer;
     auto session = LoadSession(args->session);
     if (!session.ok()) {
       ExitCode() = Fail(session.status());

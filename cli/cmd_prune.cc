@@ -12,6 +12,7 @@ namespace {
 
 struct PruneArgs {
   SessionArgs session;
+  int64_t grace_ms = 300;
   std::string leaf;
   std::string out;
   bool dry_run = false;
@@ -81,6 +82,7 @@ void RegisterPrune(CLI::App& app) {
   cmd->add_option("--leaf", args->leaf, "prune the branch ending at this entry");
   cmd->add_option("-o,--output", args->out,
                   "write the pruned session here instead of over FILE (no backup)");
+  AddRewriteArgs(cmd, &args->grace_ms);
   cmd->callback([args] {
     auto loaded = LoadSession(args->session);
     if (!loaded.ok()) {
@@ -133,6 +135,7 @@ void RegisterPrune(CLI::App& app) {
     if (write) {
       WriteRewrittenOptions wo;
       wo.output_path = args->out;
+      wo.grace_ms = args->grace_ms;
       auto w = WriteRewrittenSession(s, args->session.file, *plan, wo);
       if (!w.ok()) {
         ExitCode() = Fail(w.status());

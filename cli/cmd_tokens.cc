@@ -1,13 +1,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "common.h"
 #include "compactor/context.h"
+#include "compactor/env.h"
 #include "compactor/estimate.h"
 
 namespace compactor::cli {
@@ -21,7 +20,34 @@ struct TokensArgs {
   bool strict = false;
   std::string tokenizer = "estimate";
   std::string vocab_dir;
+  int64_t input_limit_mib = kDefaultInputLimitMib;
 };
+
+// Raw text: a regular file (or stdin redirected from one) is mapped; a pipe,
+// FIFO or device is read in large blocks up to the input limit.
+struct RawText {
+  std::unique_ptr<MappedFile> mapped;
+  std::string bytes;
+  std::string_view view;
+};
+
+Result<RawText> ReadRawText(const std::string& path, int64_t limit_mib) {
+  RawText out;
+  Result<std::unique_ptr<MappedFile>> mapped = Env::Default()->MapFile(path);
+  if (mapped.ok()) {
+    out.mapped = std::move(mapped).value();
+    out.view = std::string_view(out.mapped->data(), out.mapped->size());
+    return out;
+  }
+  if (mapped.status().code() != StatusCode::kFailedPrecondition) return mapped.status();
+  const std::string name = path == "/dev/stdin" ? "stdin" : path;
+  Result<std::string> read =
+      Env::Default()->ReadFileUpTo(path, static_cast<size_t>(limit_mib) << 20);
+  if (!read.ok()) return ExplainInputLimit(read.status(), name, limit_mib);
+  out.bytes = std::move(read).value();
+  out.view = out.bytes;
+  return out;
+}
 
 }  // namespace
 
@@ -39,6 +65,7 @@ void RegisterTokens(CLI::App& app) {
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_option("--tokenizer", args->tokenizer,
                   "estimate (default, pi's chars/4), o200k or cl100k (exact, tiktoken-compatible)");
+  AddInputLimitArg(cmd, &args->input_limit_mib);
   cmd->add_option("--vocab-dir", args->vocab_dir,
                   "directory with o200k_base.tiktoken / cl100k_base.tiktoken (docs/tokenizers.md)");
   cmd->callback([args] {
@@ -57,21 +84,13 @@ void RegisterTokens(CLI::App& app) {
     nlohmann::ordered_json j;
     std::string human;
     if (args->input == "-" || args->text) {
-      std::string text;
-      if (args->input == "-") {
-        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-      } else {
-        auto fb = Session::Open(args->input);  // only to reuse the error wording for missing files
-        FILE* f = std::fopen(args->input.c_str(), "rb");
-        if (!f) {
-          ExitCode() = Fail(fb.ok() ? Status::IoError(args->input + ": cannot open") : fb.status());
-          return;
-        }
-        char buf[1 << 16];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-        std::fclose(f);
+      Result<RawText> read =
+          ReadRawText(args->input == "-" ? "/dev/stdin" : args->input, args->input_limit_mib);
+      if (!read.ok()) {
+        ExitCode() = Fail(read.status());
+        return;
       }
+      const std::string_view text = read->view;
       int64_t units = Utf16Length(text);
       int64_t tokens = counter->Text(text);
       j["source"] = args->input == "-" ? "stdin" : args->input;
@@ -85,7 +104,7 @@ void RegisterTokens(CLI::App& app) {
                   : fmt::format("{} tokens (estimate: ceil({} UTF-16 units / 4), {} bytes)\n",
                                 tokens, units, text.size());
     } else {
-      SessionArgs sa{args->input, args->strict, false, !counter->exact()};
+      SessionArgs sa{args->input, args->strict, false, !counter->exact(), args->input_limit_mib};
       auto loaded = LoadSession(sa);
       if (!loaded.ok()) {
         ExitCode() = Fail(loaded.status());

@@ -25,8 +25,9 @@ inline constexpr const char* kServeDescription =
     "Run the compaction proxy: an HTTP service between an agent and its model API "
     "(docs/serve.md)";
 inline constexpr const char* kExitCodesFooter =
-    "Exit codes: 0 ok, 1 input error (unreadable or invalid session), 2 usage error, 3 eval "
-    "--check target missed, 4 internal error (out of memory).";
+    "Exit codes: 0 ok, 1 input or I/O error (unreadable or invalid session, failed write, "
+    "provider failure), 2 usage error, 3 eval --check target missed, 4 out of memory or "
+    "internal error (nothing written). Details: docs/errors.md.";
 
 }  // namespace compactor::cli
 

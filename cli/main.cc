@@ -4,16 +4,27 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <string_view>
 
 #include "commands.h"
 #include "common.h"
+#include "compactor/kernel.h"
+#include "compactor/version.h"
 
 int main(int argc, char** argv) {
   using namespace compactor::cli;
   CLI::App app{
       "compactor: keeps LLM agent sessions (pi session files) inside their context window"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "compactor 0.1.0");
+  // The second line names the CPU kernel in use (docs/kernels.md).
+  app.set_version_flag("--version", [] {
+    std::string out = std::string("compactor ") + compactor::kVersion + "\nkernel: ";
+    out += compactor::ActiveKernelName();
+    out += " (available:";
+    for (std::string_view k : compactor::AvailableKernels()) (out += ' ') += k;
+    return out + ")";
+  });
   app.footer(kExitCodesFooter);
   RegisterContext(app);
   RegisterStats(app);
@@ -34,14 +45,11 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     // The library reports errors as values; only running out of memory (or a
     // bug) gets here. Writes are appends or atomic renames: no file is left half done.
-    std::fflush(stdout);
-    std::fputs("compactor: out of memory\n", stderr);
-    return kExitInternalError;
+    std::fputs("compactor: out of memory; nothing written\n", stderr);
+    return FinishOutput(kExitInternalError);
   } catch (const std::exception& e) {
-    std::fflush(stdout);
     std::fprintf(stderr, "compactor: internal error: %s\n", e.what());
-    return kExitInternalError;
+    return FinishOutput(kExitInternalError);
   }
-  std::fflush(stdout);
-  return ExitCode();
+  return FinishOutput(ExitCode());
 }

@@ -3,10 +3,10 @@
 #
 #   scripts/bench_compaction.sh [BUILD_DIR]
 #
-# 1. uses the two ~50 MB sessions of scripts/bench_session.sh (generated with pi's gen_large.mjs,
+# 1. uses the two ~50 MB sessions of scripts/bench_session.sh (generated with the oracle's gen-large (tests/oracle),
 #    22,000 entries, with compactions every 25 turns and with --compact-every 0; kept in $BENCH_DIR);
 # 2. times whole processes, median wall and CPU (user + sys) time of $RUNS runs:
-#    a. `compactor plan FILE --json` vs `run.sh harness.mjs FILE 20000 16384 --messages none`
+#    a. `compactor plan FILE --json` vs `tests/oracle/run.sh inspect FILE --keep 20000 --reserve 16384 --messages none`
 #       (pi: node start-up + module load + SessionManager.open + buildSessionContext + getBranch +
 #       prepareCompaction + estimates + findCutPoint, a small JSON report);
 #    b. `compactor compact COPY --summarizer offline --json` on a fresh copy of FILE per run (the
@@ -17,15 +17,15 @@
 # 3. prints a markdown table with the ratios (also written to $BENCH_DIR/compaction-results.md).
 #
 # Environment: RUNS (default 7), PI_RUNS (default 5), BENCH_DIR (default BUILD_DIR/bench-data),
-# COMPACTOR_SHARED_DIR (default <repo>/../shared), ENTRIES (default 22000),
+# ENTRIES (default 22000),
 # FILES (space-separated session files to use instead of generating them).
-# Needs: node >= 20 (pi is installed by run.sh on first use), GNU time (apt-get install -y time).
+# Needs: node >= 20 (pi is installed by tests/oracle/run.sh on first use), GNU time (apt-get install -y time).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
-shared=${COMPACTOR_SHARED_DIR:-$repo/../shared}
-oracle=$shared/tools/pi-oracle/run.sh
+
+oracle=$repo/tests/oracle/run.sh
 bench_dir=${BENCH_DIR:-$build/bench-data}
 runs=${RUNS:-7}
 pi_runs=${PI_RUNS:-5}
@@ -34,7 +34,7 @@ compactor=$build/compactor
 
 die() { echo "bench_compaction.sh: $*" >&2; exit 1; }
 [ -x "$compactor" ] || die "no $compactor (build first: cmake --build $build -j2 --target compactor_cli)"
-[ -x "$oracle" ] || die "pi oracle not found at $oracle (set COMPACTOR_SHARED_DIR)"
+[ -x "$oracle" ] || die "pi oracle not found at $oracle "
 [ -x /usr/bin/time ] || die "GNU time missing (apt-get install -y time)"
 command -v node >/dev/null || die "node not found"
 mkdir -p "$bench_dir"
@@ -50,7 +50,7 @@ else
     if [ ! -s "$f" ]; then
       echo "generating $f ..." >&2
       # shellcheck disable=SC2086
-      "$oracle" gen_large.mjs "$f" --entries "$entries" ${gen_args[$kind]} >&2
+      "$oracle" gen-large "$f" --entries "$entries" ${gen_args[$kind]} >&2
     fi
     files+=("$f")
   done
@@ -97,7 +97,7 @@ median_ms() {
 for f in "${files[@]}"; do
   "$compactor" plan "$f" --json >/dev/null
   "$compactor" compact "$f" --summarizer offline --dry-run --json >/dev/null
-  "$oracle" harness.mjs "$f" 20000 16384 --messages none >/dev/null
+  "$oracle" inspect "$f" --keep 20000 --reserve 16384 --messages none >/dev/null
 done
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -119,7 +119,7 @@ for f in "${files[@]}"; do
   name=$(basename "$f" .jsonl)
   bytes=$(stat -L -c %s "$f")
   echo "timing $name ..." >&2
-  read -r p_ms p_cpu p_kb < <(measure "$pi_runs" - "$oracle" harness.mjs "$f" 20000 16384 --messages none)
+  read -r p_ms p_cpu p_kb < <(measure "$pi_runs" - "$oracle" inspect "$f" --keep 20000 --reserve 16384 --messages none)
   while IFS='|' read -r label src args; do
     # A command that fails (e.g. a strategy missing from this build) gets a row saying so.
     try=${args//@COPY@/$work/try.jsonl}
@@ -145,7 +145,7 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 echo
 echo "## Whole process (median of $runs compactor runs, $pi_runs pi runs; $(nproc) CPUs; load average $load_start at the start, $load_end at the end; $(date -u +%Y-%m-%d))"
 echo
-echo "pi prep = \`run.sh harness.mjs FILE 20000 16384 --messages none\` (node start-up, module load, SessionManager.open,"
+echo "pi prep = \`tests/oracle/run.sh inspect FILE --keep 20000 --reserve 16384 --messages none\` (node start-up, module load, SessionManager.open,"
 echo "buildSessionContext, prepareCompaction, estimates); the speedup columns compare each compactor command with it."
 echo
 cat "$table"

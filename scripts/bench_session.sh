@@ -3,23 +3,23 @@
 #
 #   scripts/bench_session.sh [BUILD_DIR]
 #
-# 1. generates two ~50 MB sessions with pi's gen_large.mjs (22,000 entries; with
+# 1. generates two ~50 MB sessions with the oracle's gen-large (tests/oracle) (22,000 entries; with
 #    compactions every 25 turns, and without), kept in $BENCH_DIR between runs;
 # 2. times whole processes: `compactor context FILE --json >/dev/null` vs
-#    `run.sh harness.mjs FILE --messages full >/dev/null` (median of $RUNS runs);
+#    `tests/oracle/run.sh inspect FILE --messages full >/dev/null` (median of $RUNS runs);
 # 3. peak RSS of both with GNU time (/usr/bin/time -f %M);
 # 4. runs BUILD_DIR/session_bench (in-process load + context vs simdjson) when built;
 # 5. prints a markdown table (also written to $BENCH_DIR/results.md).
 #
 # Environment: RUNS (default 5), PI_RUNS (default 3), BENCH_DIR (default BUILD_DIR/bench-data),
-# COMPACTOR_SHARED_DIR (default <repo>/../shared), ENTRIES (default 22000).
-# Needs: node >= 20 (pi is installed by run.sh on first use), GNU time (apt-get install -y time).
+# ENTRIES (default 22000).
+# Needs: node >= 20 (pi is installed by tests/oracle/run.sh on first use), GNU time (apt-get install -y time).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
-shared=${COMPACTOR_SHARED_DIR:-$repo/../shared}
-oracle=$shared/tools/pi-oracle/run.sh
+
+oracle=$repo/tests/oracle/run.sh
 bench_dir=${BENCH_DIR:-$build/bench-data}
 runs=${RUNS:-5}
 pi_runs=${PI_RUNS:-3}
@@ -28,7 +28,7 @@ compactor=$build/compactor
 
 die() { echo "bench_session.sh: $*" >&2; exit 1; }
 [ -x "$compactor" ] || die "no $compactor (build first: cmake --build $build -j2)"
-[ -x "$oracle" ] || die "pi oracle not found at $oracle (set COMPACTOR_SHARED_DIR)"
+[ -x "$oracle" ] || die "pi oracle not found at $oracle "
 [ -x /usr/bin/time ] || die "GNU time missing (apt-get install -y time)"
 command -v node >/dev/null || die "node not found"
 mkdir -p "$bench_dir"
@@ -41,7 +41,7 @@ for kind in compactions no-compactions; do
   if [ ! -s "$f" ]; then
     echo "generating $f ..." >&2
     # shellcheck disable=SC2086
-    "$oracle" gen_large.mjs "$f" --entries "$entries" ${gen_args[$kind]} >&2
+    "$oracle" gen-large "$f" --entries "$entries" ${gen_args[$kind]} >&2
   fi
   files+=("$f")
 done
@@ -74,7 +74,7 @@ median_ms() {
 # Warm the page cache and pi's module cache once, so the first timed run is not an outlier.
 for f in "${files[@]}"; do
   "$compactor" context "$f" --json >/dev/null
-  "$oracle" harness.mjs "$f" --messages none >/dev/null
+  "$oracle" inspect "$f" --messages none >/dev/null
 done
 
 table=$(mktemp)
@@ -85,7 +85,7 @@ table=$(mktemp)
 for f in "${files[@]}"; do
   bytes=$(stat -L -c %s "$f")
   read -r c_ms c_cpu c_kb < <(measure "$runs" "$compactor" context "$f" --json)
-  read -r p_ms p_cpu p_kb < <(measure "$pi_runs" "$oracle" harness.mjs "$f" --messages full)
+  read -r p_ms p_cpu p_kb < <(measure "$pi_runs" "$oracle" inspect "$f" --messages full)
   awk -v name="$(basename "$f")" -v bytes="$bytes" -v cms="$c_ms" -v ccpu="$c_cpu" -v ckb="$c_kb" \
       -v pms="$p_ms" -v pcpu="$p_cpu" -v pkb="$p_kb" 'BEGIN {
     printf "| %s | %.1f MB | %.1f ms | %.1f ms | %.1fx | %.0f ms | %.0f ms | %.1fx | %.1f MB | %.2fx | %.1f MB |\n",

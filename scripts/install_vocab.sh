@@ -8,6 +8,11 @@
 # Idempotent: files already present with the pinned sha256 are left alone and
 # npm is not called. Every copied file is checked against the sha256 pinned in
 # openai/tiktoken; a mismatch fails the script and leaves no file behind.
+#
+# These are the sources: the library maps the binary form (<name>.cvocab),
+# which every build makes from <build>/vocab (tools/vocab_convert.cc). For
+# another DEST, run <build>/compactor_vocab_convert DEST to get the fast load;
+# a directory with only the .tiktoken files still works, parsed at each start.
 set -euo pipefail
 
 GPT_TOKENIZER_VERSION=4.0.0

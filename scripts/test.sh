@@ -22,5 +22,9 @@ if [ "${CI:-}" = "true" ]; then
   # clang-tidy on the sources the commit under test changed (.clang-tidy).
   "$root/scripts/tidy.sh" "$root/build"
 fi
-cd "$root/build"
-ctest --output-on-failure -j"$(nproc)" --timeout 900
+(cd "$root/build" && ctest --output-on-failure -j"$(nproc)" --timeout 900)
+if [ "${CI:-}" = "true" ]; then
+  # A bounded slice of every fuzz target (docs/reliability.md; clang, in
+  # build-fuzz/). Longer runs: scripts/fuzz.sh DURATION.
+  "$root/scripts/fuzz.sh" "${COMPACTOR_CI_FUZZ_SECONDS:-20}"
+fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clang-tidy (.clang-tidy at the root) on changed C++ sources of the library,
-# CLI, examples and benchmarks. Needs a configured build (compile_commands.json).
+# CLI, examples, benchmarks and build tools. Needs a configured build (compile_commands.json).
 #   scripts/tidy.sh [BUILD_DIR] [BASE]   files changed since BASE (default: the
 #                                         last commit's parent, i.e. what CI tests)
 #   scripts/tidy.sh [BUILD_DIR] --all    every source file
@@ -14,12 +14,12 @@ if ! command -v clang-tidy >/dev/null; then
   exit 1
 fi
 if [ "$base" = "--all" ]; then
-  mapfile -t files < <(git ls-files 'src/*.cc' 'cli/*.cc' 'examples/*.cc' 'bench/*.cc')
+  mapfile -t files < <(git ls-files 'src/*.cc' 'cli/*.cc' 'examples/*.cc' 'bench/*.cc' 'tools/*.cc')
 else
   # A first commit has no parent: check everything.
   if ! git rev-parse -q --verify "$base" >/dev/null; then base=$(git hash-object -t tree /dev/null); fi
   mapfile -t files < <(git diff --name-only --diff-filter=d "$base" -- 'src/*.cc' 'cli/*.cc' \
-    'examples/*.cc' 'bench/*.cc')
+    'examples/*.cc' 'bench/*.cc' 'tools/*.cc')
 fi
 if [ ${#files[@]} -eq 0 ]; then
   echo "tidy: no changed sources"

@@ -10,7 +10,6 @@
 //
 // Exit codes: 0 done, 1 the model or a file failed, 2 usage error.
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -20,6 +19,7 @@
 
 #include "compactor/context.h"
 #include "compactor/entries.h"
+#include "compactor/env.h"
 #include "compactor/llm_summarizer.h"
 #include "compactor/model_input.h"
 #include "compactor/provider_api.h"
@@ -27,6 +27,7 @@
 #include "compactor/runtime.h"
 #include "compactor/session.h"
 #include "compactor/settings.h"
+#include "compactor/strategy.h"
 #include "compactor/writer.h"
 #include "tools.h"
 
@@ -60,11 +61,9 @@ struct Args {
   std::vector<std::string> prompt;
 };
 
-double NowMs() {
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count());
-}
+double NowMs() { return static_cast<double>(compactor::Env::Default()->NowMs()); }
+
+bool Exists(const std::string& path) { return compactor::Env::Default()->Stat(path).ok(); }
 
 // Progress and events go to stderr (or as JSON lines to stdout with --json),
 // the model's answers to stdout.
@@ -135,7 +134,7 @@ void ReportEvent(const Output& out, const compactor::RuntimeEvent& e) {
 
 // A session file with just a header, unless it exists.
 Status EnsureSession(const std::string& path, const std::string& cwd) {
-  if (std::filesystem::exists(path)) return Status::Ok();
+  if (Exists(path)) return Status::Ok();
   compactor::SessionHeaderFields h;
   h.id = compactor::NewUuidV7();
   h.timestamp = compactor::NowIsoTimestamp();
@@ -216,7 +215,7 @@ class Agent {
     compactor::ContextOptions co;
     co.leaf_id = rt_->leaf_id();
     if (co.leaf_id->empty()) co.leaf_id.reset();
-    co.expand_compactions = true;
+    co.expander = compactor::StrategyExpander();
     auto ctx = compactor::BuildSessionContext(**session, co);
     if (!ctx.ok()) return ctx.status();
     compactor::ModelInputOptions mo;
@@ -262,7 +261,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-output", a.max_output, "output cap per request")->capture_default_str();
   app.add_option("--strategy", a.strategy,
-                 "summary, user-prompts, notes, handoff or mask (default: the settings')");
+                 compactor::StrategyNames() + " (default: the settings')");
   app.add_option("--notes", a.notes, "notes file for --strategy notes (default SESSION.notes.md)");
   app.add_option("--settings", a.settings, "compaction settings JSON (re-read at every check)");
   app.add_option("--summarizer", a.summarizer,
@@ -342,9 +341,10 @@ int main(int argc, char** argv) {
     ro.settings.strategy = a.strategy;
   }
   std::string notes;
-  if (ro.settings.strategy == "notes") {
+  const compactor::CompactionStrategy* strategy = compactor::FindStrategy(ro.settings.strategy);
+  if (strategy && strategy->needs().notes_file) {
     notes = a.notes.empty() ? a.session + ".notes.md" : a.notes;
-    if (!std::filesystem::exists(notes)) {
+    if (!Exists(notes)) {
       if (Status s = compactor::WriteFileAtomic(notes, "", {.keep_backup = false}); !s.ok()) {
         std::cerr << "compactor-agent: " << s.ToString() << "\n";
         return 1;

@@ -6,17 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace agent {
 namespace {
 
 using Json = nlohmann::json;
-namespace fs = std::filesystem;
 
 std::string StringArg(const Json& args, const char* key, bool* ok) {
   auto it = args.find(key);
@@ -76,8 +71,7 @@ ToolOutput Tools::Run(const compactor::LlmToolCall& call) const {
 }
 
 std::string Tools::Resolve(const std::string& path) const {
-  fs::path p(path);
-  return p.is_absolute() ? p.string() : (fs::path(o_.workdir) / p).string();
+  return path.starts_with('/') ? path : o_.workdir + "/" + path;
 }
 
 std::string Tools::Cut(std::string text) const {
@@ -89,20 +83,18 @@ std::string Tools::Cut(std::string text) const {
 }
 
 ToolOutput Tools::Read(const std::string& path) const {
-  std::ifstream in(Resolve(path), std::ios::binary);
-  if (!in) return {"Cannot read " + path + ": no such file or not readable", true};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return {Cut(ss.str()), false};
+  auto text = Env()->ReadFile(Resolve(path));
+  if (!text.ok()) return {"Cannot read " + path + ": no such file or not readable", true};
+  return {Cut(std::move(text).value()), false};
 }
 
 ToolOutput Tools::Write(const std::string& path, const std::string& content) const {
   std::string full = Resolve(path);
-  std::error_code ec;
-  fs::path parent = fs::path(full).parent_path();
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  std::ofstream out(full, std::ios::binary | std::ios::trunc);
-  if (!out || !(out << content) || !out.flush()) return {"Cannot write " + path, true};
+  size_t slash = full.rfind('/');
+  if (slash != std::string::npos && slash > 0) (void)Env()->CreateDirs(full.substr(0, slash));
+  // Replaced atomically (a reader such as the notes strategy never sees half a
+  // file), readable by others as a plain write would leave it.
+  if (!Env()->ReplaceFile(full, content, {"", 0666}).ok()) return {"Cannot write " + path, true};
   return {"Wrote " + std::to_string(content.size()) + " bytes to " + path, false};
 }
 
@@ -136,12 +128,10 @@ ToolOutput Tools::Bash(const std::string& command) const {
   close(fds[1]);
   std::string output;
   bool timed_out = false;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.bash_timeout_ms);
+  const int64_t deadline_us = Env()->MonotonicMicros() + o_.bash_timeout_ms * 1000;
   char buf[8192];
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
+    const int64_t left = (deadline_us - Env()->MonotonicMicros()) / 1000;
     if (left <= 0) {
       timed_out = true;
       break;

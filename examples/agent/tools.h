@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compactor/env.h"
 #include "compactor/providers.h"
 
 namespace agent {
@@ -24,6 +25,8 @@ struct ToolsOptions {
   // Outputs longer than this are cut (head and tail kept) before they enter
   // the session, as real agents do.
   size_t max_output_bytes = 30000;
+  // Files and the clock of the read/write tools and the bash timeout; null = Env::Default().
+  compactor::Env* env = nullptr;
 };
 
 class Tools {
@@ -41,6 +44,7 @@ class Tools {
   ToolOutput WriteNotes(const std::string& content) const;
   std::string Resolve(const std::string& path) const;
   std::string Cut(std::string text) const;
+  compactor::Env* Env() const { return compactor::EnvOrDefault(o_.env); }
   ToolsOptions o_;
 };
 

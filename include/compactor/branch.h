@@ -1,5 +1,6 @@
 // Moving to another point of the session tree with a summary of the branch
-// being left (pi's /tree navigation, compaction-algorithms.md A9).
+// being left (pi 0.73.1's /tree navigation: collectEntriesForBranchSummary,
+// generateBranchSummary, navigateTree).
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_BRANCH_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_BRANCH_H_
 
@@ -28,8 +29,9 @@ struct BranchOptions {
   int64_t context_window = 128000;
   int64_t reserve_tokens = 16384;
   const CompactionHooks* hooks = nullptr;
-  std::function<int64_t()> now_ms;
   bool dry_run = false;
+  // The session file, entry timestamps and ids; null = Env::Default().
+  Env* env = nullptr;
 };
 
 struct BranchResult {

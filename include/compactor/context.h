@@ -1,5 +1,5 @@
 // Rebuilding the context the model sees, exactly as pi 0.73.1's
-// buildSessionContext (pi-session-format.md §9).
+// buildSessionContext (docs/session-format.md).
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_
 
@@ -26,8 +26,9 @@ struct ContextMessage {
 
   std::string_view stored;
   std::string owned;
-  // Set on messages a Compactor strategy synthesized when expanding its
-  // compaction entry: "kept-prompt", "elision", "summary". Empty otherwise.
+  // Set on messages a CompactionExpander synthesized or kept when expanding a
+  // compaction entry (user-prompts: "kept-prompt", "elision", "summary"); a
+  // string with static storage. Empty otherwise.
   std::string_view origin;
 };
 
@@ -52,21 +53,49 @@ struct SessionContext {
   std::optional<size_t> compaction_path_index;
 };
 
+// The latest compaction entry on the active path, as an expander sees it.
+struct CompactionOnPath {
+  const Session& session;
+  const std::vector<size_t>& path;  // entry indices of the active path, root to leaf
+  size_t path_index = 0;            // the compaction entry is path[path_index]
+};
+
+// The representation hook: a compaction strategy may record a compaction
+// entry that Compactor rebuilds into other messages than pi's view of it (one
+// compactionSummary message, then the entries it kept). The context builder
+// knows no strategy; it hands the latest compaction on the path to the
+// expander given in ContextOptions. strategy.h's StrategyExpander() is the
+// expander of the registered strategies.
+//
+// Thread safety: Expand is const and may be called concurrently.
+class CompactionExpander {
+ public:
+  virtual ~CompactionExpander() = default;
+  // Appends to `out` the messages that stand for path[0 .. path_index] (the
+  // compaction and whatever it keeps from before it) and returns true; the
+  // builder then adds the messages of the entries after the compaction as
+  // usual. Returns false to leave pi's view of the entry; anything appended
+  // before returning false is discarded. Messages may be views into the
+  // Session's bytes (ContextMessage::stored) or owned.
+  virtual bool Expand(const CompactionOnPath& compaction,
+                      std::vector<ContextMessage>* out) const = 0;
+};
+
 struct ContextOptions {
   // Build for this entry instead of the file's leaf. Unknown id -> kInvalidArgument
   // (pi silently falls back to the last entry; Compactor reports the mistake).
   std::optional<std::string> leaf_id;
-  // Rebuild Compactor's own compaction representations (the user-prompts
-  // strategy: kept prompts, elision marker, user-role summary) instead of
-  // pi's view of the same entry (one compactionSummary message). pi 0.73.1
-  // semantics when false; see docs/strategies.md.
-  bool expand_compactions = false;
+  // Rebuilds the latest compaction through this hook (not owned; must outlive
+  // the call). nullptr: pi 0.73.1's view of every compaction entry.
+  // StrategyExpander() (strategy.h) gives Compactor's own view of the entries
+  // its strategies write (`compactor context --expand`; docs/strategies.md).
+  const CompactionExpander* expander = nullptr;
 };
 
 Result<SessionContext> BuildSessionContext(const Session& session,
                                            const ContextOptions& options = {});
 
-// The message an entry stands for (pi-session-format.md §8), compaction
+// The message an entry stands for (pi's entry-to-message mapping), compaction
 // entries included (as their compactionSummary message): what branch
 // summarization feeds the summarizer. nullopt for entries that stand for no
 // message (settings, labels, custom state, empty branch summaries).
@@ -85,6 +114,9 @@ std::string MakeCompactionSummaryJson(std::string_view summary, double tokens_be
                                       double timestamp_ms);
 std::string MakeBranchSummaryJson(std::string_view summary, std::string_view from_id,
                                   double timestamp_ms);
+// A user message with one text block: {"role":"user","content":[{"type":"text",
+// "text":...}],"timestamp":...} (what expanders synthesize).
+std::string MakeUserTextMessageJson(std::string_view text, double timestamp_ms);
 
 }  // namespace compactor
 

@@ -1,5 +1,5 @@
 // Building new session entries as pi writes them: pi 0.73.1's key orders
-// (pi-session-format.md §5.2) and JSON.stringify's escaping and numbers, so a
+// (pi's SessionManager) and JSON.stringify's escaping and numbers, so a
 // file Compactor appended to diffs cleanly against a pi-written one.
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_ENTRIES_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_ENTRIES_H_

@@ -1,5 +1,6 @@
 // pi's token estimate: ceil(UTF-16 code units / 4) per message, with pi's
-// per-role rules (pi-session-format.md §11). This is the default token count
+// per-role rules (pi 0.73.1's estimateTokens; docs/session-format.md). This is
+// the default token count
 // everywhere; exact tokenizers live in tokenizer.h.
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_ESTIMATE_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_ESTIMATE_H_
@@ -21,7 +22,8 @@ namespace compactor {
 inline constexpr int64_t kImageEstimateChars = 4800;
 
 // Number of UTF-16 code units of a UTF-8 string (JavaScript's string.length).
-// Invalid sequences count as U+FFFD (1 unit each), as Node decodes them.
+// Each invalid sequence (its maximal subpart) counts as one U+FFFD, as Node
+// decodes it (TextDecoder, Buffer#toString).
 int64_t Utf16Length(std::string_view utf8);
 
 // pi's estimateTokens(message) on a message's raw JSON. Never fails: unreadable
@@ -85,10 +87,16 @@ ContextEstimate EstimateContextTokens(const std::vector<ContextMessage>& message
 
 // The same over messages of `session`, taking each stored message's estimate
 // from the index when the session was loaded with
-// LoadOptions::estimate_messages (identical numbers, no second read).
+// LoadOptions::message_observer = TokenEstimateObserver() (identical numbers,
+// no second read).
 ContextEstimate EstimateContextTokens(const Session& session,
                                       const std::vector<ContextMessage>& messages,
                                       const TokenCounter& counter);
+
+// The observer that measures pi's estimate of every message while a session
+// is indexed (LoadOptions::message_observer). A static object: never null,
+// thread-safe, lives as long as the program.
+const MessageObserver* TokenEstimateObserver();
 
 // counter.Message() of one message, from the index when it was measured there.
 int64_t EntryMessageTokens(const Session& session, size_t entry_index, const TokenCounter& counter);

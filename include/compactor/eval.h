@@ -75,7 +75,8 @@ struct FactFile {
 // JSON in the documented `<name>.facts.json` layout (stable key order).
 std::string FactFileToJson(const FactFile& file);
 Result<FactFile> ParseFactFile(std::string_view json, std::string_view name = "facts");
-Result<FactFile> ReadFactFile(const std::string& path);
+// Reads and parses `path` through `env` (null = Env::Default()).
+Result<FactFile> ReadFactFile(const std::string& path, Env* env = nullptr);
 
 // ---------------------------------------------------------------------------
 // Rendering and matching
@@ -146,19 +147,23 @@ GeneratedSession GenerateEvalSession(const GeneratorOptions& options);
 
 // Writes `count` sessions with seeds seed, seed+1, ... into `dir` (created if
 // needed) as `<name>.jsonl`, `<name>.facts.json` and (with agent_notes)
-// `<name>.notes.md`. Returns the session paths.
+// `<name>.notes.md`, through `env` (null = Env::Default()). Returns the
+// session paths.
 Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int count, uint64_t seed,
                                                  int64_t target_tokens = 160000,
-                                                 bool agent_notes = true);
+                                                 bool agent_notes = true, Env* env = nullptr);
 
 // ---------------------------------------------------------------------------
 // Extraction from real sessions (rules in docs/quality.md)
 
-FactFile ExtractFacts(const Session& session);
+// The probe facts of a session that has no fact file, taken by rule from its
+// current context: what the eval then checks the compacted context for.
+FactFile ExtractProbeFacts(const Session& session);
 
 // ---------------------------------------------------------------------------
-// Probe questions for an LLM judge (Factory's four probe types,
-// quality-evaluation.md section 2). String matching cannot tell whether an
+// Probe questions for an LLM judge (the four probe types of Factory's
+// compression evaluation: recall, artifact, continuation, decision;
+// docs/quality.md). String matching cannot tell whether an
 // error's fix status or a decision's reasoning survived in other words; a
 // judge model answers these from the rebuilt context and grades the answer.
 
@@ -211,9 +216,9 @@ std::unique_ptr<ProbeJudge> NewLlmProbeJudge(std::vector<ModelConfig> candidates
 // Runner
 
 struct EvalConfig {
-  // nullopt = no compaction (the ceiling).
-  std::optional<Strategy> strategy;
-  CompactOptions compact;  // strategy, dry_run and notes_path are set by the runner
+  // nullptr = no compaction (the ceiling). Not owned (strategy.h).
+  const CompactionStrategy* strategy = nullptr;
+  CompactOptions compact;  // strategy, dry_run and only_if_needed are set by the runner
   // Display name of the summarizer ("offline", ...).
   std::string summarizer_name = "offline";
   // Optional: grade MakeProbeQuestions with this judge (nullptr = string rules only).

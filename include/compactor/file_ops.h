@@ -1,5 +1,6 @@
 // File operations seen in tool calls, carried from compaction to compaction
-// and appended to summaries as a footer (compaction-algorithms.md A8).
+// and appended to summaries as a footer (pi 0.73.1's file-operation
+// tracking; docs/summarizers.md).
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_FILE_OPS_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_FILE_OPS_H_
 

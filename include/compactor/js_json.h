@@ -1,5 +1,5 @@
 // JSON text exactly as JavaScript's JSON.stringify prints it
-// (pi-session-format.md §11.4). Used wherever Compactor writes entries that pi
+// (escapes, number formatting). Used wherever Compactor writes entries that pi
 // must read back byte-identically, and where pi's estimate measures
 // JSON.stringify output (tool-call arguments).
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_JS_JSON_H_

@@ -1,4 +1,4 @@
-// Agent messages as pi stores them (pi-session-format.md §6), parsed on demand
+// Agent messages as pi stores them (docs/session-format.md), parsed on demand
 // from their raw JSON. The raw JSON stays the source of truth: a Message is a
 // read-only convenience view used by estimation, compaction and summarizers.
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_MESSAGE_H_

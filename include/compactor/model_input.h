@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compactor/compact.h"
+#include "compactor/compaction.h"
 #include "compactor/context.h"
 #include "compactor/providers.h"
 #include "compactor/session.h"
@@ -78,7 +78,7 @@ std::string ToolResultMessageJson(std::string_view tool_call_id, std::string_vie
 // for the same provider is sent in place of its text summary.
 struct RemoteCompactionOptions {
   ModelConfig model;  // an API with native compaction (openai-responses)
-  CallOptions call;   // transport, clock, env, cancellation (retries: see CallModel)
+  CallOptions call;   // transport, env (clock, API key), cancellation (retries: see CallModel)
   std::string provider = "openai";
   std::string instructions;  // empty = the summarization system prompt
   std::function<void(const Status&)> on_error;

@@ -2,8 +2,9 @@
 // successful) LLM response means "the request did not fit the context window",
 // which triggers overflow recovery (compact or shrink, then retry) instead of a
 // generic retry. The rules and patterns are those of
-// shared/reference/overflow-detection.md (pi 0.58.3/0.73.1, oh-my-pi 15.7.2 and
-// 18.x), combined as its §8 recommends; docs/providers.md lists them.
+// pi's and oh-my-pi's isContextOverflow (pi 0.58.3/0.73.1, oh-my-pi 15.7.2 and
+// 18.x), the union of their patterns in one ordered classifier;
+// docs/providers.md lists the order and the rules.
 //
 // Thread safety: every function here is pure and may be called concurrently
 // (the compiled patterns are built once, thread-safely).

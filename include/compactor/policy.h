@@ -1,6 +1,7 @@
 // When to compact: the trigger rules of pi and of the other designs Compactor
 // covers, as named presets that reproduce each anchor's threshold exactly
-// (compaction-algorithms.md A2, B2, C1, C2, D, E, G; docs/settings.md).
+// (pi, oh-my-pi, Kimi Code, Codex CLI, OpenCode, Nexus and Nominal Code;
+// docs/settings.md gives each preset's rule).
 //
 // Every preset answers one question: given the context size (in the preset's
 // own token measure) and the model's window, is it time to compact? A window
@@ -13,20 +14,12 @@
 #include <string>
 #include <string_view>
 
-#include "compactor/settings.h"
+#include "compactor/compaction_settings.h"
 #include "compactor/status.h"
 
 namespace compactor {
 
-enum class TriggerPreset {
-  kPi,        // tokens > window - reserveTokens
-  kOmp,       // tokens > window - max(floor(15% of window), reserveTokens); overrides
-  kKimi,      // tokens >= 0.85 x window, or within 50,000 of it
-  kCodex,     // tokens >= floor(0.9 x window); a configured limit may only lower it
-  kOpencode,  // tokens >= window - min(20,000, max output tokens capped at 32,000)
-  kNexus,     // tokens > window - max(window / 5, 10,000)
-  kNominal,   // tokens >= 100,000 (the window does not matter)
-};
+// TriggerPreset (the presets and their rules) is declared in settings.h.
 
 std::string_view TriggerPresetName(TriggerPreset preset);
 // "pi", "omp", "kimi", "codex", "opencode", "nexus", "nominal"; anything else
@@ -82,7 +75,7 @@ struct TriggerDecision {
 Result<TriggerDecision> ShouldCompact(double tokens, int64_t window,
                                       const CompactionSettings& settings, TriggerPreset preset,
                                       const TriggerModelInfo& model = {});
-// Same, with the preset named by settings.trigger.
+// Same, with settings.trigger.
 Result<TriggerDecision> ShouldCompact(double tokens, int64_t window,
                                       const CompactionSettings& settings,
                                       const TriggerModelInfo& model = {});

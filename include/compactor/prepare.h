@@ -1,5 +1,6 @@
 // Preparing a compaction: which part of the active branch is summarized and
-// which is kept verbatim (compaction-algorithms.md A3, A4, D, E, G).
+// which is kept verbatim (pi 0.73.1's findCutPoint and prepareCompaction, and
+// the keep policies of OpenCode, Nexus and Nominal Code; docs/settings.md).
 //
 // The default keep policy reproduces pi 0.73.1's findCutPoint/prepareCompaction
 // exactly, except for three pi bugs that Compactor fixes (docs/compatibility.md):
@@ -21,12 +22,13 @@
 #include <string_view>
 #include <vector>
 
+#include "compactor/compaction_settings.h"
 #include "compactor/context.h"
+#include "compactor/env.h"
 #include "compactor/estimate.h"
 #include "compactor/file_ops.h"
 #include "compactor/message.h"
 #include "compactor/session.h"
-#include "compactor/settings.h"
 #include "compactor/status.h"
 
 namespace compactor {
@@ -86,10 +88,7 @@ int64_t OpencodeTailBudget(int64_t usable_tokens);
 // ---------------------------------------------------------------------------
 // Preparation over a session.
 
-enum class KeepPolicy { kRecentTokens, kLastTurns, kLastMessages, kOpencode };
-// "tokens", "turns", "messages", "opencode".
-Result<KeepPolicy> ParseKeepPolicy(std::string_view name);
-std::string_view KeepPolicyName(KeepPolicy policy);
+// KeepPolicy, ParseKeepPolicy and KeepPolicyName are declared in compaction_settings.h.
 
 struct PrepareOptions {
   // keepRecentTokens, reserveTokens, keepPolicy, keepTurns, keepMessages,
@@ -100,8 +99,10 @@ struct PrepareOptions {
   // Reproduce pi 0.73.1 exactly, bugs included (see the top of this file).
   bool pi_quirks = false;
   // How message tokens are counted. Unset: from settings.tokenizer
-  // ("estimate" = pi's chars/4, the only way to match pi's numbers).
+  // (nullopt = pi's chars/4 estimate, the only way to match pi's numbers).
   std::optional<TokenCounter> counter;
+  // The second thread for long histories comes from here; null = Env::Default().
+  Env* env = nullptr;
 };
 
 // Why there is no preparation.
@@ -150,6 +151,8 @@ struct PrepareResult {
   std::string skip_reason;
 };
 
+// kInvalidArgument when a setting is out of range (ValidateSettingRanges);
+// the strategy name is not read here (the engine resolves it).
 Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOptions& options = {});
 // Same, reusing a context already built for the leaf (its `path` is used).
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,

@@ -10,9 +10,9 @@
 // request time only; they are never stored in a ModelConfig, never written to
 // files and removed from every error message this module produces.
 //
-// Thread safety: ModelConfig and the free functions are pure. A transport, a
-// RetryClock and a WindowMemory must be safe for concurrent use (the provided
-// ones are); one call may run on several threads at once with the same objects.
+// Thread safety: ModelConfig and the free functions are pure. A transport, an
+// Env and a WindowMemory must be safe for concurrent use (the provided ones
+// are); one call may run on several threads at once with the same objects.
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_PROVIDERS_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_PROVIDERS_H_
 
@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "compactor/env.h"
 #include "compactor/overflow.h"
 #include "compactor/status.h"
 
@@ -246,14 +247,22 @@ Result<LlmResponse> ParseProviderResponse(const ModelConfig& model, std::string_
 Result<LlmResponse> ParseProviderStream(const ModelConfig& model, std::string_view sse_body);
 
 // The text a failed HTTP response is described with, pi style:
-// "<status> <body>" or "<status> status code (no body)".
-std::string DescribeHttpFailure(int status, std::string_view body);
+// "<status> <body>" or "<status> status code (no body)", always one line for a
+// non-JSON body: an HTML page (a proxy's) becomes "<status> <its title> (HTML
+// error page)", other text has its line breaks made spaces. JSON and text are
+// cut at 4,000 bytes ("..." marks the cut). `secret` (the API key, may be
+// empty) is redacted from the whole body before any cut, and a cut that ends
+// inside it leaves no part of it (RedactSecret).
+std::string DescribeHttpFailure(int status, std::string_view body, std::string_view secret = {});
 
-// Replaces every occurrence of `secret` (when at least 4 bytes) with "[redacted]".
+// Replaces every occurrence of `secret` (when at least 4 bytes) with
+// "[redacted]", and a trailing beginning of it (at least 4 bytes, before an
+// optional "..." cut mark): the trace of a text cut inside the key.
 std::string RedactSecret(std::string text, std::string_view secret);
 
 // ---------------------------------------------------------------------------
-// OpenAI native compaction (/responses/compact, compaction-algorithms.md B9)
+// OpenAI native compaction (/responses/compact, as oh-my-pi 15.7.2 uses it;
+// docs/model-input.md)
 // ---------------------------------------------------------------------------
 
 // Messages as Responses API input items (a JSON array): what the Responses
@@ -281,7 +290,8 @@ Result<HttpRequest> BuildResponsesCompactRequest(const ModelConfig& model,
                                                  std::string_view instructions,
                                                  std::string_view api_key);
 
-// Filters a /responses/compact response into the stored form (B9).
+// Filters a /responses/compact response into the stored form (oh-my-pi's
+// preserveData.openaiRemoteCompaction).
 // kUnavailable for malformed JSON; kFailedPrecondition
 // "Remote compaction response missing compaction item".
 Result<RemoteCompaction> ParseResponsesCompactResponse(std::string_view body,
@@ -297,19 +307,6 @@ std::optional<std::string> ReplacementHistoryFor(std::string_view stored_json,
 // ---------------------------------------------------------------------------
 // Call policy: retries, fallback, overflow shrinking
 // ---------------------------------------------------------------------------
-
-// Time as the retry policy sees it (tests inject a fake that records waits).
-class RetryClock {
- public:
-  virtual ~RetryClock() = default;
-  virtual std::chrono::system_clock::time_point Now() = 0;
-  // Waits `duration`; returns false early when `cancelled` says so.
-  virtual bool SleepFor(std::chrono::milliseconds duration,
-                        const std::function<bool()>& cancelled) = 0;
-};
-
-// The real clock; sleeps in 10 ms slices so cancellation stays prompt.
-std::shared_ptr<RetryClock> RealRetryClock();
 
 // Learned context windows (per model name), only ever lowered. Thread-safe.
 class WindowMemory {
@@ -335,10 +332,11 @@ struct RetryPolicy {
 
 struct CallOptions {
   std::shared_ptr<HttpTransport> transport;  // null = NewCurlTransport()
-  std::shared_ptr<RetryClock> clock;         // null = RealRetryClock()
   RetryPolicy retry;
-  // Reads an environment variable; empty = std::getenv.
-  std::function<std::optional<std::string>(const std::string&)> get_env;
+  // The clock (Retry-After dates), the waits between retries (in slices of at
+  // most 10 ms, so cancellation stays prompt) and the API key's environment
+  // variable. null = Env::Default().
+  Env* env = nullptr;
   const std::atomic<bool>* cancel_flag = nullptr;
   std::function<bool()> is_cancelled;
   // Learned windows shared across calls; null = none kept.
@@ -367,7 +365,7 @@ struct CallOutcome {
 };
 
 // The model's API key from the variable `model.api_key_env` names (through
-// options.get_env when set): empty when the model needs none,
+// options.env): empty when the model needs none,
 // kFailedPrecondition naming the variable when it is unset or empty.
 Result<std::string> ReadApiKey(const ModelConfig& model, const CallOptions& options);
 

@@ -72,8 +72,8 @@ struct RewritePlan {
 };
 
 // ---------------------------------------------------------------------------
-// prune: oh-my-pi 15.7.2 semantics (compaction-algorithms.md B3). Defaults are
-// oh-my-pi's DEFAULT_PRUNE_CONFIG.
+// prune: oh-my-pi 15.7.2's pruneToolOutputs (docs/strategies.md). Defaults
+// are oh-my-pi's DEFAULT_PRUNE_CONFIG.
 struct PruneOptions {
   // The newest tool-output tokens never pruned. The result that crosses the
   // limit is still protected (the check comes before adding it).
@@ -137,9 +137,9 @@ Result<RewritePlan> PlanMask(const Session& session, std::optional<size_t> leaf,
 // Applying a plan.
 
 struct ApplyOptions {
-  // pruned/masked results get "prunedAt": now (epoch ms), one value for the
-  // whole batch as in oh-my-pi. Empty = the system clock.
-  std::function<int64_t()> now_ms;
+  // pruned/masked results get "prunedAt": now (epoch ms, env's wall clock),
+  // one value for the whole batch as in oh-my-pi. null = Env::Default().
+  Env* env = nullptr;
   // The exact bytes `session` was loaded from, when the caller has them:
   // every line not rewritten is then copied byte for byte (blank and
   // malformed lines, CRLF endings, and the v1/v2 format of an old file
@@ -172,19 +172,30 @@ struct WriteRewrittenOptions {
   // Write here instead of over `path` (no backup is made then).
   std::string output_path;
   // In-place rewrites keep the old file as <path><backup_suffix>.
+  // (rewrite.env is ignored: `env` below is used for everything.)
   RewriteOptions rewrite;
-  std::function<int64_t()> now_ms;
+  // Reads, the clock for "prunedAt" and the write; null = Env::Default().
+  Env* env = nullptr;
+  // The in-place protocol's waits (SessionRewriteOptions, writer.h).
+  int64_t lock_timeout_ms = -1;
+  int64_t grace_ms = 300;
 };
 struct WriteRewrittenResult {
   std::string output_path;
   std::optional<std::string> backup_path;
+  // Bytes other writers appended during the rewrite, carried over (in place only).
+  uint64_t carried_bytes = 0;
 };
 
-// Reads `path` (the file `session` was loaded from), applies `plan` to its
-// bytes (ApplyOptions::original_text) and writes the result atomically. Fails
-// with kFailedPrecondition, writing nothing, when the file no longer matches
-// the session or changed size while the new text was built (an agent appended
-// meanwhile: load again and retry).
+// Applies `plan` to the bytes of `path` (the file `session` was loaded from;
+// ApplyOptions::original_text) and writes the result. In place (no
+// output_path, or one naming the same file) this is RewriteSessionFile
+// (writer.h): under the sidecar lock, entries appended by other writers
+// since the load, and during the grace period after the rename, are carried
+// over. To output_path it is an atomic replacement of that file (a symlink is
+// followed, a non-regular file refused). Fails with kFailedPrecondition,
+// writing nothing, when a planned line no longer holds the message it was
+// planned from (another process rewrote the file: load again and retry).
 Result<WriteRewrittenResult> WriteRewrittenSession(const Session& session, const std::string& path,
                                                    const RewritePlan& plan,
                                                    const WriteRewrittenOptions& options = {});

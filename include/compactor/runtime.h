@@ -29,6 +29,7 @@
 
 #include "compactor/compact.h"
 #include "compactor/context.h"
+#include "compactor/env.h"
 #include "compactor/estimate.h"
 #include "compactor/session.h"
 #include "compactor/settings.h"
@@ -36,16 +37,6 @@
 #include "compactor/summarizer.h"
 
 namespace compactor {
-
-// Milliseconds since the epoch; a seam so tests control time (idle timer,
-// entry timestamps).
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual int64_t NowMs() const = 0;
-};
-// The system clock (shared, never null).
-std::shared_ptr<const Clock> SystemClock();
 
 struct ModelInfo {
   std::string provider;  // written into model_change entries; may be empty
@@ -159,8 +150,10 @@ struct RuntimeOptions {
   // compaction waits until the context grew this much: compacting again
   // earlier cannot help and loops (kimi-code #2325, omp #2275).
   int64_t ineffective_regrowth_tokens = 20000;
-  std::shared_ptr<const Clock> clock;  // empty = SystemClock()
-  TokenCounter counter;                // pi's estimate by default
+  // The session file, the clock (idle timer, entry timestamps), ids and
+  // threads; null = Env::Default(). Must outlive the runtime.
+  Env* env = nullptr;
+  TokenCounter counter;  // pi's estimate by default
 
   std::function<void(const RuntimeEvent&)> on_event;
   // Queued user messages were written to the session (in order): add them to

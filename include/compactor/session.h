@@ -1,5 +1,5 @@
 // Reading pi session files (JSONL, format versions 1-3) as a lazily parsed,
-// indexed tree. See docs/session-format.md and pi-session-format.md.
+// indexed tree. See docs/session-format.md.
 //
 // A Session maps the file and indexes every line once: entry type, id,
 // parentId, timestamp and, for message entries, the role and a few scalar
@@ -19,10 +19,16 @@
 #include <string_view>
 #include <vector>
 
+#include "compactor/env.h"
 #include "compactor/message.h"
 #include "compactor/status.h"
 
 namespace compactor {
+
+// Measures each message while a session is indexed (LoadOptions::message_observer).
+// Opaque here: the modules of the library implement it, and the one a caller
+// passes is TokenEstimateObserver() (compactor/estimate.h), pi's estimate.
+class MessageObserver;
 
 enum class EntryType {
   kMessage,
@@ -36,8 +42,6 @@ enum class EntryType {
   kSessionInfo,
   kUnknown,  // any other "type" string: kept and copied verbatim, never interpreted
 };
-
-std::string_view EntryTypeName(EntryType type);
 
 // One non-header line of the file, as indexed at load time. The strings are
 // views into the Session's bytes (or, for values written with JSON escapes
@@ -76,7 +80,7 @@ struct Entry {
   // With the estimate: how many content blocks have the type "toolCall"; -1 unknown.
   int32_t tool_call_blocks = -1;
   // message entries: pi's token estimate of the message (EstimateMessageTokens),
-  // measured while indexing when LoadOptions::estimate_messages is set; -1 otherwise.
+  // measured while indexing when LoadOptions::message_observer is set; -1 otherwise.
   int64_t estimate = -1;
 };
 
@@ -107,14 +111,24 @@ struct LoadOptions {
   // Called about every 8 MiB while a file is indexed (bytes done, total), for
   // progress display on a terminal.
   std::function<void(size_t, size_t)> on_progress;
-  // Also measure every message's token estimate during the single indexing
-  // pass (Entry::estimate), for callers that will estimate the context or
-  // prepare a compaction: they then never read the messages a second time.
-  bool estimate_messages = false;
+  // Also measure every message during the single indexing pass
+  // (Entry::estimate, Entry::tool_call_blocks, ForEachFileCall), for callers
+  // that will estimate the context or prepare a compaction: they then never
+  // read the messages a second time. Pass TokenEstimateObserver()
+  // (compactor/estimate.h) for pi's estimate; null = not measured. Not owned;
+  // must outlive the load.
+  const MessageObserver* message_observer = nullptr;
   // Threads that index the lines: 0 picks (two for files of 16 MiB and more
   // on a machine with two or more cores), 1 reads on the calling thread.
   // The result is the same whatever the number.
   int threads = 0;
+  // Where the file is read and the indexing threads come from; null = Env::Default().
+  Env* env = nullptr;
+  // The most bytes read from a pipe, FIFO or device (`<(cmd)`, /dev/stdin),
+  // which have no size to check first: more is kFailedPrecondition "PATH:
+  // more than N bytes (the input limit)". Regular files are mapped whatever
+  // their size. 1 GiB by default.
+  size_t max_stream_bytes = size_t{1} << 30;
 };
 
 class Session {
@@ -124,10 +138,16 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Opens and indexes a session file. Errors name the file and line:
-  // kNotFound (missing), kIoError (unreadable, a directory), kCorruption (empty,
-  // no session header first, invalid JSON with strict, duplicate id, cycle).
+  // kNotFound (missing), kIoError (unreadable, a directory, truncated by
+  // another process while it was read), kCorruption (empty, no session header
+  // first, invalid JSON or nesting deeper than 1024 levels with strict),
+  // kResourceExhausted (out of memory: never reported as a bad line).
   static Result<std::unique_ptr<Session>> Open(const std::string& path,
                                                const LoadOptions& options = {});
+  // kIoError "PATH: truncated by another process while it was read" once
+  // another process truncated the mapped file: the bytes read from it since
+  // Open (messages echoed, contexts built) cannot be trusted. OK otherwise.
+  Status CheckIntact() const;
   // Same, over bytes in memory (tests, stdin). `name` is used in messages.
   static Result<std::unique_ptr<Session>> FromString(std::string contents, std::string name,
                                                      const LoadOptions& options = {});
@@ -170,7 +190,7 @@ class Session {
   std::string_view FieldJson(size_t index, std::string_view key) const;
   // The read, write and edit tool calls of a message entry that name a
   // non-empty "path", in content order, as the index pass recorded them
-  // (LoadOptions::estimate_messages): calls fn(tool, path) for each, tool
+  // (LoadOptions::message_observer): calls fn(tool, path) for each, tool
   // being "read", "write" or "edit", and returns true. Returns false when they
   // were not recorded (not measured, or a message only a full parse reads
   // right: escaped names or paths, repeated keys); read MessageJson then.

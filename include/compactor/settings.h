@@ -1,10 +1,11 @@
-// Compaction settings: the options struct with its documented defaults, the
-// JSON settings file (docs/settings.md) and a source that re-reads the file
-// whenever it changes, so edits take effect on the next check without a restart.
+// Compaction settings files: the JSON settings file (docs/settings.md), its
+// validation (strategy names checked against the registry, strategy.h) and a
+// source that re-reads the file whenever it changes, so edits take effect on
+// the next check without a restart. The struct itself and its defaults are in
+// compaction_settings.h.
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_SETTINGS_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_SETTINGS_H_
 
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,52 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "compactor/compaction_settings.h"
+#include "compactor/env.h"
 #include "compactor/status.h"
 
 namespace compactor {
-
-// Tool-output pruning (oh-my-pi's pruneToolOutputs semantics, compaction-algorithms.md B3).
-struct PruningSettings {
-  // Off by default: pi has no built-in pruning, and pruning changes what the model sees.
-  bool enabled = false;
-  // The newest tool-result tokens that are never pruned.
-  int64_t protect_tokens = 40000;
-  // Prune only when at least this many tokens would be saved (all or nothing).
-  int64_t minimum_savings = 20000;
-  // Results of these tools are never pruned.
-  std::vector<std::string> protected_tools = {"read", "skill"};
-};
-
-// Every knob of the compaction engine. Defaults reproduce pi 0.73.1.
-struct CompactionSettings {
-  // Master switch for automatic compaction (manual compaction ignores it).
-  bool enabled = true;
-  // How the old part is replaced: "summary" (pi's LLM summary). "off" disables
-  // automatic compaction like enabled = false (oh-my-pi semantics).
-  std::string strategy = "summary";
-  // Headroom below the context window; also sizes summary output limits.
-  int64_t reserve_tokens = 16384;
-  // Estimated tokens kept verbatim at the end of the conversation.
-  int64_t keep_recent_tokens = 20000;
-  // Fire at this percentage of the window (clamped to [1, 99]); -1 = unset.
-  double threshold_percent = -1;
-  // Fire above this many tokens (clamped to [1, window - 1]); wins over the
-  // percentage; -1 = unset.
-  int64_t threshold_tokens = -1;
-  // The model's context window in tokens; 0 = unknown (taken from the model).
-  int64_t context_window = 0;
-  // Which anchor's trigger rule to apply: pi, omp, kimi, codex, opencode, nexus, nominal.
-  std::string trigger = "pi";
-  // Which part is kept verbatim: "tokens" (pi: keepRecentTokens), "turns"
-  // (last keepTurns turns), "messages" (last keepMessages messages), "opencode"
-  // (last 2 user turns within a small token budget).
-  std::string keep_policy = "tokens";
-  int keep_turns = 6;
-  int keep_messages = 4;
-  // Token counter: "estimate" (pi's chars/4 heuristic).
-  std::string tokenizer = "estimate";
-  PruningSettings pruning;
-};
 
 // A problem in a settings file that did not stop it from loading.
 struct SettingsWarning {
@@ -79,37 +39,26 @@ struct LoadedSettings {
 Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view name,
                                          const CompactionSettings& base = {});
 
-// Checks cross-field constraints that do not need a context window (the
-// window-dependent ones are reported by the trigger, see policy.h).
+// Checks the constraints that do not need a context window (the
+// window-dependent ones are reported by the trigger, see policy.h):
+// ValidateSettingRanges, then the strategy name (a registered strategy,
+// strategy.h, or "off").
 Status ValidateSettings(const CompactionSettings& settings);
 
-// The file system as the settings source sees it (a small seam so tests run in memory).
-class SettingsFileSystem {
- public:
-  struct FileStamp {
-    bool exists = false;
-    int64_t mtime_ns = 0;
-    int64_t size = 0;
-    uint64_t inode = 0;
-    bool operator==(const FileStamp&) const = default;
-  };
-  virtual ~SettingsFileSystem() = default;
-  virtual Result<FileStamp> Stat(const std::string& path) = 0;
-  virtual Result<std::string> ReadFile(const std::string& path) = 0;
-};
+// Reads and parses a settings file through `env` (null = Env::Default()).
+// kNotFound "settings file PATH: not found"; kIoError for a directory or an
+// unreadable file; ParseSettingsJson's errors.
+Result<LoadedSettings> LoadSettingsFile(const std::string& path,
+                                        const CompactionSettings& base = {}, Env* env = nullptr);
 
-// The real file system (stat + read).
-std::shared_ptr<SettingsFileSystem> RealSettingsFileSystem();
-
-Result<LoadedSettings> LoadSettingsFile(const std::string& path, SettingsFileSystem& fs,
-                                        const CompactionSettings& base = {});
-
-// Settings backed by a file, re-read when its mtime, size or inode changes.
-// Thread-safe. Without a path it always returns `base`.
+// Settings backed by a file, re-read when its identity (Env::Stat: device,
+// inode, size, mtime) changes. Thread-safe. Without a path it always returns
+// `base`. The file is read through `env` (null = Env::Default()), which must
+// outlive the source.
 class SettingsSource {
  public:
   explicit SettingsSource(std::optional<std::string> path, CompactionSettings base = {},
-                          std::shared_ptr<SettingsFileSystem> fs = RealSettingsFileSystem());
+                          Env* env = nullptr);
 
   // The current settings. Stats the file on every call and re-parses it only
   // when it changed. A missing or invalid file is an error (the previous good
@@ -126,18 +75,14 @@ class SettingsSource {
  private:
   std::optional<std::string> path_;
   CompactionSettings base_;
-  std::shared_ptr<SettingsFileSystem> fs_;
+  Env* env_;
   mutable std::mutex mu_;
-  std::optional<SettingsFileSystem::FileStamp> stamp_;
+  std::optional<FileIdentity> stamp_;
   std::optional<Status> cached_error_;
   CompactionSettings current_;
   std::vector<SettingsWarning> warnings_;
   int reload_count_ = 0;
 };
-
-// The settings as a JSON document in the file format (flat keys), e.g. for
-// `compactor settings --print` and round-trip tests.
-std::string SettingsToJson(const CompactionSettings& settings);
 
 }  // namespace compactor
 

@@ -11,7 +11,8 @@
 namespace compactor {
 
 // The closed set of error codes. Each maps to a documented CLI exit code
-// (see docs/cli.md): kOk -> 0, kInvalidArgument -> 2, everything else -> 1.
+// (see docs/cli.md and docs/errors.md): kOk -> 0, kInvalidArgument -> 2,
+// kResourceExhausted -> 4, everything else -> 1.
 enum class StatusCode {
   kOk = 0,
   kInvalidArgument,  // bad usage: unknown option value, unknown --leaf id, bad settings
@@ -23,6 +24,9 @@ enum class StatusCode {
   kCancelled,           // stopped by a hook or by the caller
   kUnavailable,         // a remote service did not answer usefully (retryable)
   kInternal,            // a bug in Compactor
+  // Out of memory (or another resource of this process): never a property of
+  // the input, so never reported as a malformed line; nothing was written.
+  kResourceExhausted,
 };
 
 class [[nodiscard]] Status {
@@ -44,6 +48,9 @@ class [[nodiscard]] Status {
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status ResourceExhausted(std::string m) {
+    return {StatusCode::kResourceExhausted, std::move(m)};
+  }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

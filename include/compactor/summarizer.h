@@ -1,7 +1,7 @@
 // Summarizers: the interface every summary producer implements (the offline
 // extractive one here, network LLM ones later), the prompt builder for LLM
 // summarizers, and the conversation serialization pi sends to its summarizer
-// (compaction-algorithms.md A5-A8, docs/summarizers.md).
+// (pi 0.73.1's serializeConversation; docs/summarizers.md).
 //
 // Thread safety: Summarizer::Summarize is const and must be safe to call
 // concurrently (a split turn runs the history and turn-prefix summaries at the
@@ -23,7 +23,8 @@
 namespace compactor {
 
 // ---------------------------------------------------------------------------
-// Conversation serialization (A7, pi-session-format.md §10.1)
+// Conversation serialization (pi 0.73.1's serializeConversation over the
+// messages of convertToLlm; docs/summarizers.md)
 // ---------------------------------------------------------------------------
 
 // Tool results longer than this many UTF-16 units are cut for the summarizer.
@@ -89,7 +90,7 @@ struct SummaryRequest {
   // branch prompt when replace_instructions is set).
   std::string custom_instructions;
   bool replace_instructions = false;
-  // Cumulative file lists (A8) known to the caller, e.g. seeded from earlier
+  // Cumulative file lists (file_ops.h) known to the caller, e.g. seeded from earlier
   // compactions. Summarizers may mention them; the caller still appends the
   // FormatFileOperations footer.
   std::vector<std::string> read_files;
@@ -156,7 +157,8 @@ struct OfflineSummarizerOptions {
 std::unique_ptr<Summarizer> NewOfflineSummarizer(const OfflineSummarizerOptions& options = {});
 
 // ---------------------------------------------------------------------------
-// Prompts for LLM summarizers (our own wording; the section list is A6)
+// Prompts for LLM summarizers (our own wording; the section list is pi's,
+// docs/summarizers.md)
 // ---------------------------------------------------------------------------
 
 inline constexpr int64_t kDefaultReserveTokens = 16384;
@@ -194,16 +196,19 @@ int64_t EstimateTextTokens(std::string_view text);
 // exceed request.max_input_tokens, the messages are split into consecutive
 // chunks that fit, the first summarized as history (or update when a previous
 // summary exists) and each next chunk as an update of the running summary
-// (A5: "summarize in several passes"). Other kinds make one call. An update
+// (ours: pi sends one unbounded request, which fails on very large sessions).
+// Other kinds make one call. An update
 // whose messages hold nothing returns the previous summary without a call
 // (oh-my-pi's rule); any other empty request is kFailedPrecondition.
 Result<std::string> SummarizeInPasses(const Summarizer& summarizer, const SummaryRequest& request);
 
-// Split-turn merge (A5, exact): history + divider + turn-prefix summary.
+// Split-turn merge (pi 0.73.1's compact, exact): history + divider +
+// turn-prefix summary.
 std::string MergeSplitTurnSummaries(std::string_view history, std::string_view turn_prefix);
 // The history text pi uses for a split turn with no history messages.
 inline constexpr std::string_view kNoPriorHistory = "No prior history.";
-// Stored preamble of a branch summary (A6.5, exact: part of the persisted text).
+// Stored preamble of a branch summary (pi 0.73.1's generateBranchSummary,
+// exact: part of the persisted text).
 inline constexpr std::string_view kBranchSummaryPreamble =
     "The user explored a different conversation branch before returning here.\n"
     "Summary of that exploration:\n\n";

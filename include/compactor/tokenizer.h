@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compactor/env.h"
 #include "compactor/status.h"
 
 namespace compactor {
@@ -35,7 +36,8 @@ enum class Encoding {
   kCl100kBase,  // GPT-4, GPT-3.5-turbo
 };
 
-// "o200k_base" / "cl100k_base": also the vocabulary file stem (<name>.tiktoken).
+// "o200k_base" / "cl100k_base": also the vocabulary file stem (<name>.cvocab,
+// the binary form; <name>.tiktoken, the source).
 std::string_view EncodingName(Encoding encoding);
 
 // Accepts "o200k", "o200k_base", "cl100k", "cl100k_base".
@@ -45,22 +47,35 @@ Result<Encoding> ParseEncoding(std::string_view name);
 inline constexpr char kVocabDirEnv[] = "COMPACTOR_VOCAB_DIR";
 
 struct VocabOptions {
-  // Explicit directory holding <name>.tiktoken (the CLI's --vocab-dir). When
-  // set, it is searched first. Empty: not used.
+  // Explicit directory holding the vocabulary (<name>.cvocab or
+  // <name>.tiktoken; the CLI's --vocab-dir). When set, it is searched first.
+  // Empty: not used.
   std::string dir;
-  // Whether to read kVocabDirEnv. Tests turn this off to stay hermetic.
-  bool use_env = true;
-  // Check the file's sha256 against the pin from openai/tiktoken before use
-  // (about 10 ms for o200k). A mismatch is an error: a wrong file would give
-  // silently wrong counts.
+  // Where kVocabDirEnv is read and the files are found, read and mapped;
+  // null = Env::Default(). Tests pass an Env without the variable to stay
+  // hermetic.
+  Env* env = nullptr;
+  // For a .tiktoken file only: check its sha256 against the pin from
+  // openai/tiktoken before use (about 10 ms for o200k). A mismatch is an
+  // error: a wrong file would give silently wrong counts. A binary .cvocab
+  // file records the sha256 of its source, checked against the pin, and is
+  // always checked against its own checksum.
   bool verify_sha256 = true;
 };
 
 // The directories Load() tries, in order (docs/tokenizers.md):
 //   1. options.dir (--vocab-dir), if not empty;
-//   2. $COMPACTOR_VOCAB_DIR, if set and options.use_env;
-//   3. <install prefix>/share/compactor/vocab (where `cmake --install` puts it);
-//   4. <build dir>/vocab, where scripts/install_vocab.sh puts it by default.
+//   2. $COMPACTOR_VOCAB_DIR, if set (as options.env reports it);
+//   3. <E>/../share/compactor/vocab, where E is the directory of the running
+//      executable (/proc/self/exe, symlinks resolved): an install tree, where
+//      `cmake --install` puts the binary vocabularies next to bin/;
+//   4. <E>/vocab: the build tree, where the build converts what
+//      scripts/install_vocab.sh fetched;
+//   5. and 6. the same two relative to the shared library holding this code,
+//      when the library is one (dladdr) and lives elsewhere.
+// Nothing is fixed at configure time, so a build or install tree can be
+// moved. Paths are lexically normalized; duplicates are left out. Reads the
+// environment and /proc; thread-safe.
 std::vector<std::string> VocabSearchPath(const VocabOptions& options);
 
 // The shell command that installs the vocabulary, for error messages.
@@ -68,9 +83,13 @@ inline constexpr char kInstallVocabCommand[] = "scripts/install_vocab.sh [DIR]";
 
 class Tokenizer {
  public:
-  // Finds <EncodingName>.tiktoken along VocabSearchPath(options) and builds the
-  // tables (~60 ms for o200k). kNotFound names every directory searched and the
-  // install command; kCorruption for a bad or unexpected file.
+  // Takes the first directory along VocabSearchPath(options) that holds
+  // <EncodingName>.cvocab, which is mapped and used in place (about 1 ms for
+  // o200k: a header check and a checksum of the mapped tables), or else
+  // <EncodingName>.tiktoken, which is parsed into tables in memory (~60 ms
+  // for o200k). kNotFound names every directory searched and the install
+  // command; kCorruption, naming the file, for a bad, truncated or unexpected
+  // file (docs/tokenizers.md, "Binary vocabulary format").
   static Result<std::unique_ptr<Tokenizer>> Load(Encoding encoding,
                                                  const VocabOptions& options = {});
 
@@ -81,8 +100,8 @@ class Tokenizer {
   static Result<std::shared_ptr<const Tokenizer>> Shared(Encoding encoding,
                                                          const VocabOptions& options = {});
 
-  // Builds from the content of a .tiktoken file already in memory. The sha256
-  // is checked when `verify_sha256`.
+  // Builds the tables in memory from the content of a .tiktoken file already
+  // in memory (~60 ms for o200k). The sha256 is checked when `verify_sha256`.
   static Result<std::unique_ptr<Tokenizer>> FromTiktoken(Encoding encoding,
                                                          std::string_view file_content,
                                                          bool verify_sha256 = true);
@@ -94,7 +113,8 @@ class Tokenizer {
   Encoding encoding() const;
   // Number of ordinary (non-special) tokens.
   size_t vocab_size() const;
-  // Path of the file this tokenizer was loaded from ("" for FromTiktoken).
+  // Path of the file this tokenizer was loaded from (a .cvocab or a
+  // .tiktoken; "" for FromTiktoken).
   const std::string& source_path() const;
 
   // tiktoken's encode_ordinary: special-token text such as "<|endoftext|>" is

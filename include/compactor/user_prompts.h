@@ -1,7 +1,8 @@
 // The "user-prompts" strategy (Kimi Code, Codex): the rebuilt context is the
 // real user prompts within a token budget (the oldest ones first, then the
 // newest, an elision marker between them) followed by one user-role summary.
-// compaction-algorithms.md C1/C2; representation in docs/strategies.md.
+// The design of Kimi Code's and Codex CLI's compaction; representation in
+// docs/strategies.md.
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_USER_PROMPTS_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_USER_PROMPTS_H_
 
@@ -49,7 +50,9 @@ struct UserPromptSelection {
   bool elided() const { return omitted_tokens > 0; }
 };
 
-// Selects the prompts to keep (C1 steps 1-6). Deterministic.
+// Selects the prompts to keep (Kimi Code's selection: the oldest prompts up to
+// head_tokens, the newest up to the rest, the boundary prompts cut).
+// Deterministic.
 UserPromptSelection SelectUserPrompts(const std::vector<UserPrompt>& prompts,
                                       const UserPromptOptions& options = {});
 

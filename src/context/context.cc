@@ -1,11 +1,8 @@
 #include "compactor/context.h"
 
-#include <simdjson.h>
-
 #include <cmath>
 
 #include "compactor/js_json.h"
-#include "compactor/user_prompts.h"
 #include "util/json_scan.h"
 
 namespace compactor {
@@ -70,7 +67,7 @@ ContextMessage FromEntry(const Session& s, size_t index) {
   return m;
 }
 
-// pi's per-entry mapping (pi-session-format.md §8): which entries yield a message.
+// pi's per-entry mapping (docs/session-format.md): which entries yield a message.
 bool YieldsMessage(const Entry& e) {
   switch (e.type) {
     case EntryType::kMessage:
@@ -81,62 +78,6 @@ bool YieldsMessage(const Entry& e) {
     default:
       return false;
   }
-}
-
-std::string UserTextMessage(std::string_view text, double timestamp_ms) {
-  std::string out = "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":";
-  AppendJsString(out, text);
-  out += "}]";
-  AppendTimestamp(out, timestamp_ms);
-  out += "}";
-  return out;
-}
-
-// Expands a user-prompts compaction (docs/strategies.md): kept prompts (head,
-// marker, tail) and the summary as a user message. Returns false when the
-// entry is not one (or its details are unreadable), so the caller falls back
-// to pi's view.
-bool ExpandUserPrompts(const Session& s, size_t index, std::vector<ContextMessage>* out) {
-  if (s.FieldJson(index, "method") != "\"user-prompts\"") return false;
-  std::string details(s.FieldJson(index, "details"));
-  if (details.empty()) return false;
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(details).get(root)) return false;
-  simdjson::dom::array kept;
-  std::string_view summary;
-  int64_t omitted = 0;
-  if (root["keptPrompts"].get(kept) || root["userSummary"].get(summary)) return false;
-  if (root["omittedTokens"].get(omitted)) omitted = 0;
-  const double ts = s.entry(index).timestamp_ms;
-  bool marker_done = omitted <= 0;
-  for (simdjson::dom::element k : kept) {
-    std::string_view id, text, cut, part;
-    if (k["entryId"].get(id) || k["text"].get(text)) return false;
-    if (k["cut"].get(cut)) cut = "";
-    if (k["part"].get(part)) part = "tail";
-    if (!marker_done && part == "tail") {
-      out->push_back(
-          {Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
-      marker_done = true;
-    }
-    ContextMessage m{Role::kUser, index, {}, "", "kept-prompt"};
-    auto source = s.Find(id);
-    if (cut.empty() && source && s.entry(*source).role == Role::kUser) {
-      m.stored = s.MessageJson(*source);  // kept whole: the original message, media included
-      m.entry_index = *source;
-    } else {
-      m.owned = UserTextMessage(text, ts);
-    }
-    out->push_back(std::move(m));
-  }
-  if (!marker_done) {
-    out->push_back(
-        {Role::kUser, index, {}, UserTextMessage(ElisionMarkerText(omitted), ts), "elision"});
-  }
-  out->push_back(
-      {Role::kUser, index, {}, UserTextMessage(UserPromptsSummaryText(summary), ts), "summary"});
-  return true;
 }
 
 }  // namespace
@@ -153,6 +94,15 @@ std::string MakeCompactionSummaryJson(std::string_view summary, double tokens_be
   AppendJsString(out, summary);
   out += ",\"tokensBefore\":";
   AppendJsNumber(out, tokens_before);
+  AppendTimestamp(out, timestamp_ms);
+  out += "}";
+  return out;
+}
+
+std::string MakeUserTextMessageJson(std::string_view text, double timestamp_ms) {
+  std::string out = "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":";
+  AppendJsString(out, text);
+  out += "}]";
   AppendTimestamp(out, timestamp_ms);
   out += "}";
   return out;
@@ -221,10 +171,11 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
   if (ctx.compaction_path_index) {
     const size_t c = *ctx.compaction_path_index;
     const Entry& comp = session.entry(ctx.path[c]);
-    if (options.expand_compactions && ExpandUserPrompts(session, ctx.path[c], &ctx.messages)) {
+    if (options.expander && options.expander->Expand({session, ctx.path, c}, &ctx.messages)) {
       for (size_t k = c + 1; k < ctx.path.size(); ++k) emit(k);
       return ctx;
     }
+    ctx.messages.clear();  // a declined expansion leaves nothing behind
     ctx.messages.push_back(FromEntry(session, ctx.path[c]));
     bool found = false;
     for (size_t k = 0; k < c; ++k) {

@@ -130,36 +130,139 @@ struct Call {
   std::string tool, key, entry_id;
 };
 
-}  // namespace
+// Walks the messages of the current context once, then turns what it saw
+// into facts. Fact ids are numbered in the order facts are found.
+class ProbeFactCollector {
+ public:
+  ProbeFactCollector(const Session& session, FactFile* out) : session_(session), out_(*out) {}
 
-FactFile ExtractFacts(const Session& session) {
-  FactFile out;
-  out.session = session.path();
-  out.source = "extracted";
-  const std::string cwd = session.header().cwd;
-  // Facts are what the model sees now: the current context (after any earlier
-  // compaction), not entries an earlier compaction already replaced.
-  auto context = BuildSessionContext(session);
-  if (!context.ok()) return out;
-  std::vector<std::string> modified, read;
-  std::map<std::string, std::string> file_entry;
+  void Add(const ContextMessage& cm) {
+    const Entry& e = session_.entry(cm.entry_index);
+    auto parsed = ParseMessage(cm.json());
+    if (!parsed.ok()) return;
+    const Message& m = *parsed;
+    if (m.role == Role::kUser && !have_goal_) {
+      AddGoal(m, e);
+    } else if (m.role == Role::kAssistant) {
+      for (const ContentBlock& b : m.content) {
+        if (b.kind == ContentBlock::Kind::kToolCall) AddToolCall(b, e);
+      }
+    } else if (m.role == Role::kToolResult) {
+      AddToolResult(m);
+    } else if (m.role == Role::kBashExecution && !m.exclude_from_context) {
+      int code = m.exit_code ? static_cast<int>(*m.exit_code) : 0;
+      NoteCommand(m.command, code, std::string(e.id));
+    }
+  }
+
+  // The file, command and error facts, after every message was added.
+  void Finish(const std::string& cwd) {
+    for (const std::string& p : modified_)
+      AddFileFact(FactKind::kFileModified, "modified-", p, cwd);
+    for (const std::string& p : read_) {
+      if (std::find(modified_.begin(), modified_.end(), p) != modified_.end()) continue;
+      AddFileFact(FactKind::kFileRead, "read-", p, cwd);
+    }
+    for (const std::string& c : command_order_) {
+      const CommandState& s = commands_[c];
+      Fact f;
+      f.id = Id("command-");
+      f.kind = FactKind::kCommand;
+      f.text = c;
+      f.exit_code = s.exit;
+      f.qualifiers = OutcomeWords(s.exit);
+      f.entry_id = s.entry_id;
+      out_.facts.push_back(std::move(f));
+    }
+    // The same error line twice is one fact (fixed if its last occurrence was).
+    std::map<std::string, size_t> seen;
+    for (ErrorState& e : errors_) {
+      auto it = seen.find(NormalizeForMatch(e.fact.text));
+      if (it != seen.end()) {
+        out_.facts[it->second].fixed = e.fact.fixed;
+        continue;
+      }
+      seen.emplace(NormalizeForMatch(e.fact.text), out_.facts.size());
+      out_.facts.push_back(std::move(e.fact));
+    }
+  }
+
+ private:
   struct CommandState {
     int exit = 0;
     std::string entry_id;
   };
-  std::vector<std::string> command_order;
-  std::map<std::string, CommandState> commands;
   struct ErrorState {
     Fact fact;
     std::string tool, key;
   };
-  std::vector<ErrorState> errors;
-  std::map<std::string, Call> calls;  // toolCallId -> call
-  bool have_goal = false;
-  int n = 0;
-  auto id = [&](const char* p) { return std::string(p) + std::to_string(++n); };
 
-  auto note_command = [&](const std::string& command, int code, const std::string& entry_id) {
+  std::string Id(const char* prefix) { return std::string(prefix) + std::to_string(++n_); }
+
+  void AddGoal(const Message& m, const Entry& e) {
+    std::string goal = FirstSentence(ResultText(m), 200);
+    if (goal.empty()) return;
+    Fact f;
+    f.id = Id("goal-");
+    f.kind = FactKind::kGoal;
+    f.text = goal;
+    f.entry_id = e.id;
+    f.note = "first sentence of the first user message";
+    out_.facts.push_back(std::move(f));
+    have_goal_ = true;
+  }
+
+  void AddToolCall(const ContentBlock& b, const Entry& e) {
+    auto args = nlohmann::json::parse(b.arguments_json, nullptr, false);
+    Call c{b.tool_name, "", std::string(e.id)};
+    if (args.is_object()) {
+      const char* k = b.tool_name == "bash" ? "command" : "path";
+      if (args.contains(k) && args[k].is_string()) c.key = args[k].get<std::string>();
+    }
+    if ((b.tool_name == "edit" || b.tool_name == "write") && !c.key.empty()) {
+      if (std::find(modified_.begin(), modified_.end(), c.key) == modified_.end()) {
+        modified_.push_back(c.key);
+        file_entry_[c.key] = e.id;
+      }
+    } else if (b.tool_name == "read" && !c.key.empty()) {
+      if (std::find(read_.begin(), read_.end(), c.key) == read_.end()) {
+        read_.push_back(c.key);
+        if (!file_entry_.count(c.key)) file_entry_[c.key] = e.id;
+      }
+    }
+    calls_[b.tool_call_id] = c;
+  }
+
+  void AddToolResult(const Message& m) {
+    auto it = calls_.find(m.tool_call_id);
+    if (it == calls_.end()) return;
+    const Call& c = it->second;
+    std::string text = ResultText(m);
+    if (c.tool == "bash" && !c.key.empty()) {
+      int code = ExitCodeOf(text).value_or(m.is_error ? 1 : 0);
+      NoteCommand(c.key, code, c.entry_id);
+    }
+    if (!m.is_error) {
+      // A later successful call to the same tool with the same path/command fixes earlier errors.
+      for (ErrorState& e : errors_)
+        if (e.tool == c.tool && e.key == c.key) e.fact.fixed = true;
+      return;
+    }
+    std::string line = ErrorLine(text);
+    if (line.empty()) return;
+    ErrorState s;
+    s.fact.id = Id("error-");
+    s.fact.kind = FactKind::kError;
+    s.fact.text = line;
+    s.fact.fixed = false;
+    s.fact.entry_id = c.entry_id;
+    s.fact.note = c.tool + (c.key.empty() ? "" : " " + c.key.substr(0, 80));
+    s.tool = c.tool;
+    s.key = c.key;
+    errors_.push_back(std::move(s));
+  }
+
+  void NoteCommand(const std::string& command, int code, const std::string& entry_id) {
     size_t nl = command.find('\n');
     size_t len = nl == std::string::npos ? command.size() : nl;
     // Cut long commands at a space so the text still ends on a word boundary.
@@ -170,127 +273,46 @@ FactFile ExtractFacts(const Session& session) {
     std::string text = command.substr(0, len);
     while (!text.empty() && text.back() == ' ') text.pop_back();
     if (text.empty() || IsExploration(command)) return;
-    if (!commands.count(text)) command_order.push_back(text);
-    commands[text] = {code, entry_id};
-  };
-  auto resolve_errors = [&](const std::string& tool, const std::string& key) {
-    for (ErrorState& e : errors)
-      if (e.tool == tool && e.key == key) e.fact.fixed = true;
-  };
-
-  for (const ContextMessage& cm : context->messages) {
-    const Entry& e = session.entry(cm.entry_index);
-    auto parsed = ParseMessage(cm.json());
-    if (!parsed.ok()) continue;
-    const Message& m = *parsed;
-    if (m.role == Role::kUser && !have_goal) {
-      std::string text = ResultText(m);
-      std::string goal = FirstSentence(text, 200);
-      if (!goal.empty()) {
-        Fact f;
-        f.id = id("goal-");
-        f.kind = FactKind::kGoal;
-        f.text = goal;
-        f.entry_id = e.id;
-        f.note = "first sentence of the first user message";
-        out.facts.push_back(std::move(f));
-        have_goal = true;
-      }
-    } else if (m.role == Role::kAssistant) {
-      for (const ContentBlock& b : m.content) {
-        if (b.kind != ContentBlock::Kind::kToolCall) continue;
-        auto args = nlohmann::json::parse(b.arguments_json, nullptr, false);
-        Call c{b.tool_name, "", std::string(e.id)};
-        if (args.is_object()) {
-          const char* k = b.tool_name == "bash" ? "command" : "path";
-          if (args.contains(k) && args[k].is_string()) c.key = args[k].get<std::string>();
-        }
-        if ((b.tool_name == "edit" || b.tool_name == "write") && !c.key.empty()) {
-          if (std::find(modified.begin(), modified.end(), c.key) == modified.end()) {
-            modified.push_back(c.key);
-            file_entry[c.key] = e.id;
-          }
-        } else if (b.tool_name == "read" && !c.key.empty()) {
-          if (std::find(read.begin(), read.end(), c.key) == read.end()) {
-            read.push_back(c.key);
-            if (!file_entry.count(c.key)) file_entry[c.key] = e.id;
-          }
-        }
-        calls[b.tool_call_id] = c;
-      }
-    } else if (m.role == Role::kToolResult) {
-      auto it = calls.find(m.tool_call_id);
-      if (it == calls.end()) continue;
-      const Call& c = it->second;
-      std::string text = ResultText(m);
-      if (c.tool == "bash" && !c.key.empty()) {
-        int code = ExitCodeOf(text).value_or(m.is_error ? 1 : 0);
-        note_command(c.key, code, c.entry_id);
-      }
-      if (m.is_error) {
-        std::string line = ErrorLine(text);
-        if (line.empty()) continue;
-        ErrorState s;
-        s.fact.id = id("error-");
-        s.fact.kind = FactKind::kError;
-        s.fact.text = line;
-        s.fact.fixed = false;
-        s.fact.entry_id = c.entry_id;
-        s.fact.note = c.tool + (c.key.empty() ? "" : " " + c.key.substr(0, 80));
-        s.tool = c.tool;
-        s.key = c.key;
-        errors.push_back(std::move(s));
-      } else {
-        // A later successful call to the same tool with the same path/command fixes earlier errors.
-        resolve_errors(c.tool, c.key);
-      }
-    } else if (m.role == Role::kBashExecution && !m.exclude_from_context) {
-      int code = m.exit_code ? static_cast<int>(*m.exit_code) : 0;
-      note_command(m.command, code, std::string(e.id));
-    }
+    if (!commands_.count(text)) command_order_.push_back(text);
+    commands_[text] = {code, entry_id};
   }
 
-  for (const std::string& p : modified) {
+  void AddFileFact(FactKind kind, const char* prefix, const std::string& path,
+                   const std::string& cwd) {
     Fact f;
-    f.id = id("modified-");
-    f.kind = FactKind::kFileModified;
-    f.text = p;
-    if (std::string rel = Relative(p, cwd); !rel.empty()) f.variants.push_back(rel);
-    f.entry_id = file_entry[p];
-    out.facts.push_back(std::move(f));
+    f.id = Id(prefix);
+    f.kind = kind;
+    f.text = path;
+    if (std::string rel = Relative(path, cwd); !rel.empty()) f.variants.push_back(rel);
+    f.entry_id = file_entry_[path];
+    out_.facts.push_back(std::move(f));
   }
-  for (const std::string& p : read) {
-    if (std::find(modified.begin(), modified.end(), p) != modified.end()) continue;
-    Fact f;
-    f.id = id("read-");
-    f.kind = FactKind::kFileRead;
-    f.text = p;
-    if (std::string rel = Relative(p, cwd); !rel.empty()) f.variants.push_back(rel);
-    f.entry_id = file_entry[p];
-    out.facts.push_back(std::move(f));
-  }
-  for (const std::string& c : command_order) {
-    const CommandState& s = commands[c];
-    Fact f;
-    f.id = id("command-");
-    f.kind = FactKind::kCommand;
-    f.text = c;
-    f.exit_code = s.exit;
-    f.qualifiers = OutcomeWords(s.exit);
-    f.entry_id = s.entry_id;
-    out.facts.push_back(std::move(f));
-  }
-  // The same error line twice is one fact (fixed if its last occurrence was).
-  std::map<std::string, size_t> seen;
-  for (ErrorState& e : errors) {
-    auto it = seen.find(NormalizeForMatch(e.fact.text));
-    if (it != seen.end()) {
-      out.facts[it->second].fixed = e.fact.fixed;
-      continue;
-    }
-    seen.emplace(NormalizeForMatch(e.fact.text), out.facts.size());
-    out.facts.push_back(std::move(e.fact));
-  }
+
+  const Session& session_;
+  FactFile& out_;
+  std::vector<std::string> modified_, read_;
+  std::map<std::string, std::string> file_entry_;
+  std::vector<std::string> command_order_;
+  std::map<std::string, CommandState> commands_;
+  std::vector<ErrorState> errors_;
+  std::map<std::string, Call> calls_;  // toolCallId -> call
+  bool have_goal_ = false;
+  int n_ = 0;
+};
+
+}  // namespace
+
+FactFile ExtractProbeFacts(const Session& session) {
+  FactFile out;
+  out.session = session.path();
+  out.source = "extracted";
+  // Facts are what the model sees now: the current context (after any earlier
+  // compaction), not entries an earlier compaction already replaced.
+  auto context = BuildSessionContext(session);
+  if (!context.ok()) return out;
+  ProbeFactCollector collector(session, &out);
+  for (const ContextMessage& cm : context->messages) collector.Add(cm);
+  collector.Finish(session.header().cwd);
   return out;
 }
 

@@ -1,7 +1,5 @@
 // Fact kinds and the `<name>.facts.json` file format (docs/quality.md).
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "compactor/eval.h"
 
@@ -92,12 +90,10 @@ Result<FactFile> ParseFactFile(std::string_view json, std::string_view name) {
   }
 }
 
-Result<FactFile> ReadFactFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open fact file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParseFactFile(ss.str(), path);
+Result<FactFile> ReadFactFile(const std::string& path, Env* env) {
+  Result<std::string> text = EnvOrDefault(env)->ReadFile(path);
+  if (!text.ok()) return Status::NotFound(path + ": cannot open fact file");
+  return ParseFactFile(*text, path);
 }
 
 }  // namespace compactor

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -106,370 +105,427 @@ std::vector<std::vector<std::string>> FailureWords(int code) {
            "failure", "error", "errors", "broken"}};
 }
 
-Scenario TypeScriptScenario() {
-  Scenario s;
-  s.name = "payments-api";
-  s.cwd = "/home/dev/work/payments-api";
-  s.lang = "ts";
-  s.goal = {
-      "I want to add per-client rate limiting to the public payments API: every API key gets "
-      "its own budget of requests per minute, and clients over budget get a 429 with a "
-      "Retry-After header.",
-      "add per-client rate limiting to the public payments API",
-      {"per-client rate limiting", "rate limiting to the public payments api",
-       "rate limiting for the payments api"},
-      {}};
-  s.constraints = {
-      {"Use pnpm, not npm, for every command in this repo.",
-       "use pnpm, not npm",
-       {"pnpm, not npm", "pnpm instead of npm", "pnpm not npm"},
-       {}},
-      {"Never modify anything under src/generated/ - that code is produced by the OpenAPI "
-       "generator.",
-       "never modify anything under src/generated/",
-       {"do not modify src/generated/", "don't modify src/generated/", "never touch src/generated/",
-        "src/generated/ must not be modified", "never edit src/generated/"},
-       {}},
-      {"Prefer zod schemas over hand-written validation for request parsing.",
-       "prefer zod schemas over hand-written validation",
-       {"zod schemas over hand-written validation", "zod over hand-written validation"},
-       {}},
-      {"Don't add new runtime dependencies without asking me first.",
-       "don't add new runtime dependencies without asking",
-       {"no new runtime dependencies", "do not add new runtime dependencies",
-        "don't add new runtime dependencies"},
-       {}},
-      {"Never log the raw API key; log only its last four characters.",
-       "never log the raw API key",
-       {"do not log the raw api key", "don't log the raw api key",
-        "raw api key must not be logged"},
-       {}},
-  };
-  s.decisions = {
-      {"Decision: I'll use a sliding-window counter rather than fixed windows, because fixed "
-       "windows let a client burst to twice the limit at the window boundary.",
-       "sliding-window counter",
-       {"sliding window counter", "sliding-window", "sliding window"},
-       {{"burst", "bursts", "boundary"}}},
-      {"Decision: the limiter runs as Fastify onRequest middleware, since that hook fires before "
-       "body parsing and rejected requests cost almost nothing.",
-       "onRequest middleware",
-       {"onrequest hook"},
-       {{"before body parsing", "body parsing", "cost almost nothing", "cheap"}}},
-      {"Decision: limits are keyed by the API key's id, not the client IP, because several "
-       "merchants share egress IPs behind the same proxy.",
-       "keyed by the API key's id",
-       {"keyed by api key id", "keyed by the api key id", "key by api key id"},
-       {{"egress", "share", "proxy", "shared ip"}}},
-      {"Decision: Retry-After is computed from the oldest request in the window, so clients get "
-       "the exact wait instead of a fixed 60 seconds.",
-       "Retry-After is computed from the oldest request in the window",
-       {"retry-after from the oldest request", "retry-after computed from the oldest request"},
-       {{"exact wait", "fixed 60"}}},
-  };
-  s.revisions = {
-      {{"Decision: store the counters in Redis so that all API replicas share one budget per key.",
-        "store the counters in Redis",
-        {"counters in redis"},
-        {}},
-       {"Change of plan: the edge workers cannot reach Redis, so use an in-memory LRU store per "
-        "worker and divide each budget by the worker count.",
-        "in-memory LRU store",
-        {"in-memory lru", "in memory lru store"},
-        {{"edge workers", "edge", "cannot reach redis", "can't reach redis"}}},
-       FactKind::kDecision},
-      {{"It must run on Node 18, the payments hosts are still on it.",
-        "must run on Node 18",
-        {"target node 18", "runs on node 18"},
-        {}},
-       {"Update: the payments hosts moved to Node 20 last week, so target Node 20 from now on; "
-        "Node "
-        "18 support is dropped.",
-        "target Node 20",
-        {"targets node 20", "must run on node 20", "node 20 from now on"},
-        {}},
-       FactKind::kConstraint},
-  };
-  s.errors = {
-      {"test",
-       "AssertionError: expected 429 to be 200 // Object.is equality\n"
-       " ❯ test/ratelimit.test.ts:48:32\n     46|     const res = await app.inject(req);\n"
-       "     47|     // second key must not share the first key's budget\n"
-       "     48|     expect(res.statusCode).toBe(200);\n",
-       "expected 429 to be 200",
-       {"expected 429 to be 200"},
-       "src/ratelimit/store.ts",
-       "The second key is limited because the store keys by route only; the key id is missing "
-       "from the bucket key."},
-      {"test",
-       "TypeError: Cannot read properties of undefined (reading 'windowMs')\n"
-       "    at resolveLimit (src/ratelimit/config.ts:31:24)\n"
-       "    at onRequest (src/ratelimit/middleware.ts:18:17)\n"
-       "    at hookRunner (node_modules/fastify/lib/hooks.js:249:5)\n",
-       "Cannot read properties of undefined (reading 'windowMs')",
-       {"reading windowms", "(reading 'windowMs')"},
-       "src/ratelimit/config.ts",
-       "Routes without an explicit plan fall through to an undefined plan; the config needs a "
-       "default plan."},
-      {"typecheck",
-       "src/ratelimit/middleware.ts(42,31): error TS2345: Argument of type 'string' is not "
-       "assignable to parameter of type 'Duration'.\n",
-       "TS2345: Argument of type 'string' is not assignable to parameter of type 'Duration'",
-       {"ts2345"},
-       "src/ratelimit/middleware.ts",
-       "The header value is parsed as a string; it has to go through toDuration() first."},
-      {"test",
-       "Error: Timed out in waitFor after 5000ms: Retry-After header missing\n"
-       "    at test/retry-after.test.ts:77:11\n",
-       "Retry-After header missing",
-       {"retry-after header missing", "timed out in waitfor after 5000ms"},
-       "src/ratelimit/headers.ts",
-       "The 429 path returns before the header hook runs, so the header never gets set."},
-  };
-  s.modify_files = {
-      "src/ratelimit/store.ts",   "src/ratelimit/config.ts", "src/ratelimit/middleware.ts",
-      "src/ratelimit/headers.ts", "src/server.ts",           "test/ratelimit.test.ts",
-      "test/retry-after.test.ts", "docs/rate-limits.md"};
-  s.read_files = {"src/routes/charges.ts",  "src/routes/refunds.ts", "src/auth/api-key.ts",
-                  "src/plugins/metrics.ts", "package.json",          "src/config/env.ts",
-                  "src/routes/webhooks.ts"};
-  s.commands = {{"test", "pnpm vitest run test/ratelimit.test.ts"},
-                {"test2", "pnpm vitest run test/retry-after.test.ts"},
-                {"typecheck", "pnpm typecheck"},
-                {"lint", "pnpm lint"},
-                {"build", "pnpm build"}};
-  s.next_steps = {
-      {"Next step: add an integration test that drives the checkout route past its budget.",
-       "add an integration test that drives the checkout route past its budget",
-       {"integration test for the checkout route",
-        "integration test that drives the checkout route"},
-       {}},
-      {"Next step: expose the limiter counters on the /metrics endpoint for the dashboard.",
-       "expose the limiter counters on the /metrics endpoint",
-       {"limiter counters on /metrics", "expose the limiter counters"},
-       {}},
-  };
-  s.wording = {
-      {s.goal.text,
-       {"Per-client rate limiting for the public payments API: each API key gets its own "
-        "requests/minute budget, 429 + Retry-After when over",
-        ""}},
-      {"use pnpm, not npm", {"pnpm, not npm, for every command", ""}},
-      {"never modify anything under src/generated/",
-       {"Never touch src/generated/ (OpenAPI generator output)", ""}},
-      {"prefer zod schemas over hand-written validation",
-       {"Request parsing: zod schemas over hand-written validation", ""}},
-      {"don't add new runtime dependencies without asking",
-       {"No new runtime dependencies without asking the user", ""}},
-      {"never log the raw API key", {"Never log the raw API key, only its last 4 chars", ""}},
-      {"sliding-window counter",
-       {"Sliding-window counter, not fixed windows",
-        "fixed windows let a client burst to 2x at the window boundary"}},
-      {"onRequest middleware",
-       {"Limiter runs as Fastify onRequest middleware",
-        "fires before body parsing, so rejected requests are cheap"}},
-      {"keyed by the API key's id",
-       {"Limits keyed by API key id, not client IP", "merchants share egress IPs behind a proxy"}},
-      {"Retry-After is computed from the oldest request in the window",
-       {"Retry-After from the oldest request in the window",
-        "clients get the exact wait, not a fixed 60s"}},
-      {"store the counters in Redis",
-       {"Counters in Redis", "all replicas share one budget per key"}},
-      {"in-memory LRU store",
-       {"Counters in an in-memory LRU store per worker, budget divided by the worker count",
-        "edge workers can't reach Redis"}},
-      {"must run on Node 18", {"Must run on Node 18 (payments hosts)", ""}},
-      {"target Node 20", {"Target Node 20; Node 18 support dropped (hosts moved)", ""}},
-      {"add an integration test that drives the checkout route past its budget",
-       {"Integration test that drives the checkout route past its budget", ""}},
-      {"expose the limiter counters on the /metrics endpoint",
-       {"Expose the limiter counters on /metrics for the dashboard", ""}},
-      {"expected 429 to be 200",
-       {"the store buckets by route only, the key id is missing from the bucket key", ""}},
-      {"Cannot read properties of undefined (reading 'windowMs')",
-       {"routes without a plan get an undefined plan in resolveLimit; config needs a default", ""}},
-      {"TS2345: Argument of type 'string' is not assignable to parameter of type 'Duration'",
-       {"the header value is a string and has to go through toDuration() first", ""}},
-      {"Retry-After header missing",
-       {"the 429 path returns before the header hook runs, so the header is never set", ""}},
-  };
-  return s;
-}
+// The scenarios as data: odd seeds write the TypeScript one, even seeds the
+// Python one (GenerateEvalSession).
+const Scenario kScenarios[] = {
+    {
+        .name = "payments-api",
+        .cwd = "/home/dev/work/payments-api",
+        .lang = "ts",
+        .goal = {"I want to add per-client rate limiting to the public payments API: every API key "
+                 "gets "
+                 "its own budget of requests per minute, and clients over budget get a 429 with a "
+                 "Retry-After header.",
+                 "add per-client rate limiting to the public payments API",
+                 {"per-client rate limiting", "rate limiting to the public payments api",
+                  "rate limiting for the payments api"},
+                 {}},
+        .constraints =
+            {
+                {"Use pnpm, not npm, for every command in this repo.",
+                 "use pnpm, not npm",
+                 {"pnpm, not npm", "pnpm instead of npm", "pnpm not npm"},
+                 {}},
+                {"Never modify anything under src/generated/ - that code is produced by the "
+                 "OpenAPI "
+                 "generator.",
+                 "never modify anything under src/generated/",
+                 {"do not modify src/generated/", "don't modify src/generated/",
+                  "never touch src/generated/", "src/generated/ must not be modified",
+                  "never edit src/generated/"},
+                 {}},
+                {"Prefer zod schemas over hand-written validation for request parsing.",
+                 "prefer zod schemas over hand-written validation",
+                 {"zod schemas over hand-written validation", "zod over hand-written validation"},
+                 {}},
+                {"Don't add new runtime dependencies without asking me first.",
+                 "don't add new runtime dependencies without asking",
+                 {"no new runtime dependencies", "do not add new runtime dependencies",
+                  "don't add new runtime dependencies"},
+                 {}},
+                {"Never log the raw API key; log only its last four characters.",
+                 "never log the raw API key",
+                 {"do not log the raw api key", "don't log the raw api key",
+                  "raw api key must not be logged"},
+                 {}},
+            },
+        .decisions =
+            {
+                {"Decision: I'll use a sliding-window counter rather than fixed windows, because "
+                 "fixed "
+                 "windows let a client burst to twice the limit at the window boundary.",
+                 "sliding-window counter",
+                 {"sliding window counter", "sliding-window", "sliding window"},
+                 {{"burst", "bursts", "boundary"}}},
+                {"Decision: the limiter runs as Fastify onRequest middleware, since that hook "
+                 "fires before "
+                 "body parsing and rejected requests cost almost nothing.",
+                 "onRequest middleware",
+                 {"onrequest hook"},
+                 {{"before body parsing", "body parsing", "cost almost nothing", "cheap"}}},
+                {"Decision: limits are keyed by the API key's id, not the client IP, because "
+                 "several "
+                 "merchants share egress IPs behind the same proxy.",
+                 "keyed by the API key's id",
+                 {"keyed by api key id", "keyed by the api key id", "key by api key id"},
+                 {{"egress", "share", "proxy", "shared ip"}}},
+                {"Decision: Retry-After is computed from the oldest request in the window, so "
+                 "clients get "
+                 "the exact wait instead of a fixed 60 seconds.",
+                 "Retry-After is computed from the oldest request in the window",
+                 {"retry-after from the oldest request",
+                  "retry-after computed from the oldest request"},
+                 {{"exact wait", "fixed 60"}}},
+            },
+        .revisions =
+            {
+                {{"Decision: store the counters in Redis so that all API replicas share one budget "
+                  "per key.",
+                  "store the counters in Redis",
+                  {"counters in redis"},
+                  {}},
+                 {"Change of plan: the edge workers cannot reach Redis, so use an in-memory LRU "
+                  "store per "
+                  "worker and divide each budget by the worker count.",
+                  "in-memory LRU store",
+                  {"in-memory lru", "in memory lru store"},
+                  {{"edge workers", "edge", "cannot reach redis", "can't reach redis"}}},
+                 FactKind::kDecision},
+                {{"It must run on Node 18, the payments hosts are still on it.",
+                  "must run on Node 18",
+                  {"target node 18", "runs on node 18"},
+                  {}},
+                 {"Update: the payments hosts moved to Node 20 last week, so target Node 20 from "
+                  "now on; "
+                  "Node "
+                  "18 support is dropped.",
+                  "target Node 20",
+                  {"targets node 20", "must run on node 20", "node 20 from now on"},
+                  {}},
+                 FactKind::kConstraint},
+            },
+        .errors =
+            {
+                {"test",
+                 "AssertionError: expected 429 to be 200 // Object.is equality\n"
+                 " ❯ test/ratelimit.test.ts:48:32\n     46|     const res = await "
+                 "app.inject(req);\n"
+                 "     47|     // second key must not share the first key's budget\n"
+                 "     48|     expect(res.statusCode).toBe(200);\n",
+                 "expected 429 to be 200",
+                 {"expected 429 to be 200"},
+                 "src/ratelimit/store.ts",
+                 "The second key is limited because the store keys by route only; the key id is "
+                 "missing "
+                 "from the bucket key."},
+                {"test",
+                 "TypeError: Cannot read properties of undefined (reading 'windowMs')\n"
+                 "    at resolveLimit (src/ratelimit/config.ts:31:24)\n"
+                 "    at onRequest (src/ratelimit/middleware.ts:18:17)\n"
+                 "    at hookRunner (node_modules/fastify/lib/hooks.js:249:5)\n",
+                 "Cannot read properties of undefined (reading 'windowMs')",
+                 {"reading windowms", "(reading 'windowMs')"},
+                 "src/ratelimit/config.ts",
+                 "Routes without an explicit plan fall through to an undefined plan; the config "
+                 "needs a "
+                 "default plan."},
+                {"typecheck",
+                 "src/ratelimit/middleware.ts(42,31): error TS2345: Argument of type 'string' is "
+                 "not "
+                 "assignable to parameter of type 'Duration'.\n",
+                 "TS2345: Argument of type 'string' is not assignable to parameter of type "
+                 "'Duration'",
+                 {"ts2345"},
+                 "src/ratelimit/middleware.ts",
+                 "The header value is parsed as a string; it has to go through toDuration() "
+                 "first."},
+                {"test",
+                 "Error: Timed out in waitFor after 5000ms: Retry-After header missing\n"
+                 "    at test/retry-after.test.ts:77:11\n",
+                 "Retry-After header missing",
+                 {"retry-after header missing", "timed out in waitfor after 5000ms"},
+                 "src/ratelimit/headers.ts",
+                 "The 429 path returns before the header hook runs, so the header never gets set."},
+            },
+        .modify_files = {"src/ratelimit/store.ts", "src/ratelimit/config.ts",
+                         "src/ratelimit/middleware.ts", "src/ratelimit/headers.ts", "src/server.ts",
+                         "test/ratelimit.test.ts", "test/retry-after.test.ts",
+                         "docs/rate-limits.md"},
+        .read_files = {"src/routes/charges.ts", "src/routes/refunds.ts", "src/auth/api-key.ts",
+                       "src/plugins/metrics.ts", "package.json", "src/config/env.ts",
+                       "src/routes/webhooks.ts"},
+        .commands = {{"test", "pnpm vitest run test/ratelimit.test.ts"},
+                     {"test2", "pnpm vitest run test/retry-after.test.ts"},
+                     {"typecheck", "pnpm typecheck"},
+                     {"lint", "pnpm lint"},
+                     {"build", "pnpm build"}},
+        .next_steps =
+            {
+                {"Next step: add an integration test that drives the checkout route past its "
+                 "budget.",
+                 "add an integration test that drives the checkout route past its budget",
+                 {"integration test for the checkout route",
+                  "integration test that drives the checkout route"},
+                 {}},
+                {"Next step: expose the limiter counters on the /metrics endpoint for the "
+                 "dashboard.",
+                 "expose the limiter counters on the /metrics endpoint",
+                 {"limiter counters on /metrics", "expose the limiter counters"},
+                 {}},
+            },
+        .wording =
+            {
+                {"add per-client rate limiting to the public payments API",
+                 {"Per-client rate limiting for the public payments API: each API key gets its own "
+                  "requests/minute budget, 429 + Retry-After when over",
+                  ""}},
+                {"use pnpm, not npm", {"pnpm, not npm, for every command", ""}},
+                {"never modify anything under src/generated/",
+                 {"Never touch src/generated/ (OpenAPI generator output)", ""}},
+                {"prefer zod schemas over hand-written validation",
+                 {"Request parsing: zod schemas over hand-written validation", ""}},
+                {"don't add new runtime dependencies without asking",
+                 {"No new runtime dependencies without asking the user", ""}},
+                {"never log the raw API key",
+                 {"Never log the raw API key, only its last 4 chars", ""}},
+                {"sliding-window counter",
+                 {"Sliding-window counter, not fixed windows",
+                  "fixed windows let a client burst to 2x at the window boundary"}},
+                {"onRequest middleware",
+                 {"Limiter runs as Fastify onRequest middleware",
+                  "fires before body parsing, so rejected requests are cheap"}},
+                {"keyed by the API key's id",
+                 {"Limits keyed by API key id, not client IP",
+                  "merchants share egress IPs behind a proxy"}},
+                {"Retry-After is computed from the oldest request in the window",
+                 {"Retry-After from the oldest request in the window",
+                  "clients get the exact wait, not a fixed 60s"}},
+                {"store the counters in Redis",
+                 {"Counters in Redis", "all replicas share one budget per key"}},
+                {"in-memory LRU store",
+                 {"Counters in an in-memory LRU store per worker, budget divided by the worker "
+                  "count",
+                  "edge workers can't reach Redis"}},
+                {"must run on Node 18", {"Must run on Node 18 (payments hosts)", ""}},
+                {"target Node 20", {"Target Node 20; Node 18 support dropped (hosts moved)", ""}},
+                {"add an integration test that drives the checkout route past its budget",
+                 {"Integration test that drives the checkout route past its budget", ""}},
+                {"expose the limiter counters on the /metrics endpoint",
+                 {"Expose the limiter counters on /metrics for the dashboard", ""}},
+                {"expected 429 to be 200",
+                 {"the store buckets by route only, the key id is missing from the bucket key",
+                  ""}},
+                {"Cannot read properties of undefined (reading 'windowMs')",
+                 {"routes without a plan get an undefined plan in resolveLimit; config needs a "
+                  "default",
+                  ""}},
+                {"TS2345: Argument of type 'string' is not assignable to parameter of type "
+                 "'Duration'",
+                 {"the header value is a string and has to go through toDuration() first", ""}},
+                {"Retry-After header missing",
+                 {"the 429 path returns before the header hook runs, so the header is never set",
+                  ""}},
+            },
 
-Scenario PythonScenario() {
-  Scenario s;
-  s.name = "inventory-service";
-  s.cwd = "/srv/src/inventory-service";
-  s.lang = "py";
-  s.goal = {
-      "Goal for today: add a bulk CSV import endpoint to the inventory service so warehouse "
-      "staff can upload stock counts for a whole site at once.",
-      "add a bulk CSV import endpoint to the inventory service",
-      {"bulk csv import endpoint", "bulk import endpoint for csv"},
-      {}};
-  s.constraints = {
-      {"Use uv, not pip, to install or run anything.",
-       "use uv, not pip",
-       {"uv, not pip", "uv instead of pip", "uv not pip"},
-       {}},
-      {"Never edit an Alembic migration that is already merged; add a new revision instead.",
-       "never edit an Alembic migration that is already merged",
-       {"do not edit merged alembic migrations", "never edit merged migrations",
-        "don't edit merged migrations", "never edit an alembic migration"},
-       {}},
-      {"Prefer pydantic v2 models over dataclasses for anything that crosses the API boundary.",
-       "prefer pydantic v2 models over dataclasses",
-       {"pydantic v2 models over dataclasses", "pydantic models instead of dataclasses"},
-       {}},
-      {"Every new endpoint must come with tests in tests/api/.",
-       "every new endpoint must come with tests",
-       {"new endpoints must have tests", "every new endpoint needs tests"},
-       {}},
-      {"Never return stack traces to API clients.",
-       "never return stack traces to API clients",
-       {"no stack traces to api clients", "do not return stack traces"},
-       {}},
-  };
-  s.decisions = {
-      {"Decision: rows are validated all-or-nothing per file, because a half-applied stock count "
-       "leaves a site in an inconsistent state.",
-       "all-or-nothing per file",
-       {"all or nothing per file", "all-or-nothing"},
-       {{"half-applied", "inconsistent"}}},
-      {"Decision: the import runs as a background job with a status URL, because large sites "
-       "upload 200k rows and the request would time out.",
-       "background job with a status URL",
-       {"background job with a status url", "background job"},
-       {{"time out", "timeout", "200k rows"}}},
-      {"Decision: SKUs are matched case-insensitively after trimming, since the warehouse "
-       "scanners emit trailing spaces.",
-       "SKUs are matched case-insensitively",
-       {"case-insensitive sku matching", "skus matched case-insensitively"},
-       {{"trailing spaces", "scanners"}}},
-  };
-  s.revisions = {
-      {{"Decision: parse the uploads with pandas read_csv, it handles the quoting edge cases.",
-        "parse the uploads with pandas",
-        {"pandas read_csv", "parse with pandas"},
-        {}},
-       {"Change of plan: pandas adds 60 MB to the container image, so use the stdlib csv module "
-        "instead of pandas.",
-        "use the stdlib csv module",
-        {"stdlib csv module", "standard library csv module"},
-        {{"60 mb", "image"}}},
-       FactKind::kDecision},
-      {{"Insert rows in batches of 500.",
-        "batches of 500",
-        {"batch size 500", "batch size of 500"},
-        {}},
-       {"Correction: the DBA says batches of 500 lock the stock table too long; use batches of 100 "
-        "instead.",
-        "batches of 100",
-        {"batch size 100", "batch size of 100"},
-        {}},
-       FactKind::kConstraint},
-  };
-  s.errors = {
-      {"test",
-       "FAILED tests/api/test_import.py::test_rejects_unknown_sku - assert 200 == 422\n"
-       "E       assert 200 == 422\n"
-       "E        +  where 200 = <Response [200]>.status_code\n",
-       "assert 200 == 422",
-       {"test_rejects_unknown_sku"},
-       "app/importer/validate.py",
-       "Unknown SKUs are skipped silently instead of failing validation."},
-      {"test",
-       "sqlalchemy.exc.IntegrityError: (psycopg.errors.UniqueViolation) duplicate key value "
-       "violates unique constraint \"stock_site_sku_key\"\n"
-       "DETAIL:  Key (site_id, sku)=(12, AB-1001) already exists.\n",
-       "duplicate key value violates unique constraint \"stock_site_sku_key\"",
-       {"stock_site_sku_key", "uniqueviolation"},
-       "app/importer/writer.py",
-       "The writer inserts instead of upserting; existing (site, sku) rows need ON CONFLICT DO "
-       "UPDATE."},
-      {"typecheck",
-       "app/importer/jobs.py:58: error: Argument 1 to \"enqueue\" has incompatible type "
-       "\"ImportJob | None\"; expected \"ImportJob\"  [arg-type]\n"
-       "Found 1 error in 1 file (checked 64 source files)\n",
-       "Argument 1 to \"enqueue\" has incompatible type",
-       {"incompatible type \"importjob | none\"", "[arg-type]"},
-       "app/importer/jobs.py",
-       "create_job can return None when the site is archived; the route must handle that."},
-      {"test",
-       "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: invalid start "
-       "byte\n  File \"app/importer/parse.py\", line 22, in read_rows\n",
-       "'utf-8' codec can't decode byte 0xff",
-       {"unicodedecodeerror", "can't decode byte 0xff"},
-       "app/importer/parse.py",
-       "Excel exports start with a UTF-16 BOM; the parser must sniff the encoding."},
-  };
-  s.modify_files = {"app/importer/parse.py",        "app/importer/validate.py",
-                    "app/importer/writer.py",       "app/importer/jobs.py",
-                    "app/api/imports.py",           "tests/api/test_import.py",
-                    "tests/importer/test_parse.py", "docs/bulk-import.md"};
-  s.read_files = {"app/models/stock.py", "app/api/stock.py", "app/db/session.py",
-                  "pyproject.toml",      "app/settings.py",  "alembic/versions/0042_stock_site.py",
-                  "app/api/deps.py"};
-  s.commands = {{"test", "uv run pytest tests/api/test_import.py -q"},
-                {"test2", "uv run pytest tests/importer -q"},
-                {"typecheck", "uv run mypy app"},
-                {"lint", "uv run ruff check app tests"},
-                {"build", "uv run alembic upgrade head"}};
-  s.next_steps = {
-      {"Next step: add a progress counter to the import status endpoint.",
-       "add a progress counter to the import status endpoint",
-       {"progress counter to the import status endpoint",
-        "progress counter on the status endpoint"},
-       {}},
-      {"Next step: load-test the importer with the 200k-row file from the Leeds site.",
-       "load-test the importer with the 200k-row file",
-       {"load-test the importer", "load test the importer with the 200k-row file"},
-       {}},
-  };
-  s.wording = {
-      {s.goal.text,
-       {"Bulk CSV import endpoint for the inventory service: warehouse staff upload a whole "
-        "site's stock counts at once",
-        ""}},
-      {"use uv, not pip", {"uv, not pip, to install or run anything", ""}},
-      {"never edit an Alembic migration that is already merged",
-       {"Never edit an Alembic migration once merged; add a new revision", ""}},
-      {"prefer pydantic v2 models over dataclasses",
-       {"Pydantic v2 models over dataclasses for anything crossing the API boundary", ""}},
-      {"every new endpoint must come with tests",
-       {"Every new endpoint needs tests in tests/api/", ""}},
-      {"never return stack traces to API clients", {"No stack traces to API clients", ""}},
-      {"all-or-nothing per file",
-       {"Row validation is all-or-nothing per file",
-        "a half-applied count leaves the site inconsistent"}},
-      {"background job with a status URL",
-       {"Import runs as a background job with a status URL",
-        "200k-row uploads would time out the request"}},
-      {"SKUs are matched case-insensitively",
-       {"SKUs matched case-insensitively after trimming", "scanners emit trailing spaces"}},
-      {"parse the uploads with pandas",
-       {"Parse uploads with pandas read_csv", "handles the quoting edge cases"}},
-      {"use the stdlib csv module",
-       {"Parse with the stdlib csv module", "pandas adds 60 MB to the container image"}},
-      {"batches of 500", {"Insert rows in batches of 500", ""}},
-      {"batches of 100",
-       {"Insert rows in batches of 100 (DBA: bigger batches lock the stock table too long)", ""}},
-      {"add a progress counter to the import status endpoint",
-       {"Progress counter on the status endpoint of import jobs", ""}},
-      {"load-test the importer with the 200k-row file",
-       {"Load-test the importer with the 200k-row Leeds file", ""}},
-      {"assert 200 == 422",
-       {"unknown SKUs are skipped silently instead of failing validation", ""}},
-      {"duplicate key value violates unique constraint \"stock_site_sku_key\"",
-       {"the writer inserts instead of upserting; needs ON CONFLICT DO UPDATE on (site_id, sku)",
-        ""}},
-      {"Argument 1 to \"enqueue\" has incompatible type",
-       {"create_job returns None for archived sites; the route has to handle it", ""}},
-      {"'utf-8' codec can't decode byte 0xff",
-       {"Excel exports start with a UTF-16 BOM; the parser must sniff the encoding", ""}},
-  };
-  return s;
-}
+    },
+    {
+        .name = "inventory-service",
+        .cwd = "/srv/src/inventory-service",
+        .lang = "py",
+        .goal =
+            {"Goal for today: add a bulk CSV import endpoint to the inventory service so warehouse "
+             "staff can upload stock counts for a whole site at once.",
+             "add a bulk CSV import endpoint to the inventory service",
+             {"bulk csv import endpoint", "bulk import endpoint for csv"},
+             {}},
+        .constraints =
+            {
+                {"Use uv, not pip, to install or run anything.",
+                 "use uv, not pip",
+                 {"uv, not pip", "uv instead of pip", "uv not pip"},
+                 {}},
+                {"Never edit an Alembic migration that is already merged; add a new revision "
+                 "instead.",
+                 "never edit an Alembic migration that is already merged",
+                 {"do not edit merged alembic migrations", "never edit merged migrations",
+                  "don't edit merged migrations", "never edit an alembic migration"},
+                 {}},
+                {"Prefer pydantic v2 models over dataclasses for anything that crosses the API "
+                 "boundary.",
+                 "prefer pydantic v2 models over dataclasses",
+                 {"pydantic v2 models over dataclasses", "pydantic models instead of dataclasses"},
+                 {}},
+                {"Every new endpoint must come with tests in tests/api/.",
+                 "every new endpoint must come with tests",
+                 {"new endpoints must have tests", "every new endpoint needs tests"},
+                 {}},
+                {"Never return stack traces to API clients.",
+                 "never return stack traces to API clients",
+                 {"no stack traces to api clients", "do not return stack traces"},
+                 {}},
+            },
+        .decisions =
+            {
+                {"Decision: rows are validated all-or-nothing per file, because a half-applied "
+                 "stock count "
+                 "leaves a site in an inconsistent state.",
+                 "all-or-nothing per file",
+                 {"all or nothing per file", "all-or-nothing"},
+                 {{"half-applied", "inconsistent"}}},
+                {"Decision: the import runs as a background job with a status URL, because large "
+                 "sites "
+                 "upload 200k rows and the request would time out.",
+                 "background job with a status URL",
+                 {"background job with a status url", "background job"},
+                 {{"time out", "timeout", "200k rows"}}},
+                {"Decision: SKUs are matched case-insensitively after trimming, since the "
+                 "warehouse "
+                 "scanners emit trailing spaces.",
+                 "SKUs are matched case-insensitively",
+                 {"case-insensitive sku matching", "skus matched case-insensitively"},
+                 {{"trailing spaces", "scanners"}}},
+            },
+        .revisions =
+            {
+                {{"Decision: parse the uploads with pandas read_csv, it handles the quoting edge "
+                  "cases.",
+                  "parse the uploads with pandas",
+                  {"pandas read_csv", "parse with pandas"},
+                  {}},
+                 {"Change of plan: pandas adds 60 MB to the container image, so use the stdlib csv "
+                  "module "
+                  "instead of pandas.",
+                  "use the stdlib csv module",
+                  {"stdlib csv module", "standard library csv module"},
+                  {{"60 mb", "image"}}},
+                 FactKind::kDecision},
+                {{"Insert rows in batches of 500.",
+                  "batches of 500",
+                  {"batch size 500", "batch size of 500"},
+                  {}},
+                 {"Correction: the DBA says batches of 500 lock the stock table too long; use "
+                  "batches of 100 "
+                  "instead.",
+                  "batches of 100",
+                  {"batch size 100", "batch size of 100"},
+                  {}},
+                 FactKind::kConstraint},
+            },
+        .errors =
+            {
+                {"test",
+                 "FAILED tests/api/test_import.py::test_rejects_unknown_sku - assert 200 == 422\n"
+                 "E       assert 200 == 422\n"
+                 "E        +  where 200 = <Response [200]>.status_code\n",
+                 "assert 200 == 422",
+                 {"test_rejects_unknown_sku"},
+                 "app/importer/validate.py",
+                 "Unknown SKUs are skipped silently instead of failing validation."},
+                {"test",
+                 "sqlalchemy.exc.IntegrityError: (psycopg.errors.UniqueViolation) duplicate key "
+                 "value "
+                 "violates unique constraint \"stock_site_sku_key\"\n"
+                 "DETAIL:  Key (site_id, sku)=(12, AB-1001) already exists.\n",
+                 "duplicate key value violates unique constraint \"stock_site_sku_key\"",
+                 {"stock_site_sku_key", "uniqueviolation"},
+                 "app/importer/writer.py",
+                 "The writer inserts instead of upserting; existing (site, sku) rows need ON "
+                 "CONFLICT DO "
+                 "UPDATE."},
+                {"typecheck",
+                 "app/importer/jobs.py:58: error: Argument 1 to \"enqueue\" has incompatible type "
+                 "\"ImportJob | None\"; expected \"ImportJob\"  [arg-type]\n"
+                 "Found 1 error in 1 file (checked 64 source files)\n",
+                 "Argument 1 to \"enqueue\" has incompatible type",
+                 {"incompatible type \"importjob | none\"", "[arg-type]"},
+                 "app/importer/jobs.py",
+                 "create_job can return None when the site is archived; the route must handle "
+                 "that."},
+                {"test",
+                 "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: invalid "
+                 "start "
+                 "byte\n  File \"app/importer/parse.py\", line 22, in read_rows\n",
+                 "'utf-8' codec can't decode byte 0xff",
+                 {"unicodedecodeerror", "can't decode byte 0xff"},
+                 "app/importer/parse.py",
+                 "Excel exports start with a UTF-16 BOM; the parser must sniff the encoding."},
+            },
+        .modify_files = {"app/importer/parse.py", "app/importer/validate.py",
+                         "app/importer/writer.py", "app/importer/jobs.py", "app/api/imports.py",
+                         "tests/api/test_import.py", "tests/importer/test_parse.py",
+                         "docs/bulk-import.md"},
+        .read_files = {"app/models/stock.py", "app/api/stock.py", "app/db/session.py",
+                       "pyproject.toml", "app/settings.py", "alembic/versions/0042_stock_site.py",
+                       "app/api/deps.py"},
+        .commands = {{"test", "uv run pytest tests/api/test_import.py -q"},
+                     {"test2", "uv run pytest tests/importer -q"},
+                     {"typecheck", "uv run mypy app"},
+                     {"lint", "uv run ruff check app tests"},
+                     {"build", "uv run alembic upgrade head"}},
+        .next_steps =
+            {
+                {"Next step: add a progress counter to the import status endpoint.",
+                 "add a progress counter to the import status endpoint",
+                 {"progress counter to the import status endpoint",
+                  "progress counter on the status endpoint"},
+                 {}},
+                {"Next step: load-test the importer with the 200k-row file from the Leeds site.",
+                 "load-test the importer with the 200k-row file",
+                 {"load-test the importer", "load test the importer with the 200k-row file"},
+                 {}},
+            },
+        .wording =
+            {
+                {"add a bulk CSV import endpoint to the inventory service",
+                 {"Bulk CSV import endpoint for the inventory service: warehouse staff upload a "
+                  "whole "
+                  "site's stock counts at once",
+                  ""}},
+                {"use uv, not pip", {"uv, not pip, to install or run anything", ""}},
+                {"never edit an Alembic migration that is already merged",
+                 {"Never edit an Alembic migration once merged; add a new revision", ""}},
+                {"prefer pydantic v2 models over dataclasses",
+                 {"Pydantic v2 models over dataclasses for anything crossing the API boundary",
+                  ""}},
+                {"every new endpoint must come with tests",
+                 {"Every new endpoint needs tests in tests/api/", ""}},
+                {"never return stack traces to API clients",
+                 {"No stack traces to API clients", ""}},
+                {"all-or-nothing per file",
+                 {"Row validation is all-or-nothing per file",
+                  "a half-applied count leaves the site inconsistent"}},
+                {"background job with a status URL",
+                 {"Import runs as a background job with a status URL",
+                  "200k-row uploads would time out the request"}},
+                {"SKUs are matched case-insensitively",
+                 {"SKUs matched case-insensitively after trimming",
+                  "scanners emit trailing spaces"}},
+                {"parse the uploads with pandas",
+                 {"Parse uploads with pandas read_csv", "handles the quoting edge cases"}},
+                {"use the stdlib csv module",
+                 {"Parse with the stdlib csv module", "pandas adds 60 MB to the container image"}},
+                {"batches of 500", {"Insert rows in batches of 500", ""}},
+                {"batches of 100",
+                 {"Insert rows in batches of 100 (DBA: bigger batches lock the stock table too "
+                  "long)",
+                  ""}},
+                {"add a progress counter to the import status endpoint",
+                 {"Progress counter on the status endpoint of import jobs", ""}},
+                {"load-test the importer with the 200k-row file",
+                 {"Load-test the importer with the 200k-row Leeds file", ""}},
+                {"assert 200 == 422",
+                 {"unknown SKUs are skipped silently instead of failing validation", ""}},
+                {"duplicate key value violates unique constraint \"stock_site_sku_key\"",
+                 {"the writer inserts instead of upserting; needs ON CONFLICT DO UPDATE on "
+                  "(site_id, sku)",
+                  ""}},
+                {"Argument 1 to \"enqueue\" has incompatible type",
+                 {"create_job returns None for archived sites; the route has to handle it", ""}},
+                {"'utf-8' codec can't decode byte 0xff",
+                 {"Excel exports start with a UTF-16 BOM; the parser must sniff the encoding", ""}},
+            },
+    },
+};
 
 // ---------------------------------------------------------------------------
 // Noise text (tool output that carries no fact)
@@ -1012,325 +1068,393 @@ std::string Reword(Rng& r, const std::string& sentence) {
   return lead + rest;
 }
 
-}  // namespace
+// Writes one session of a scenario: what it plants is chosen by seed, then
+// the conversation is written in order (opening, exploration, one topic per
+// modified file, tail) and the facts are completed. Every random draw happens
+// in the same order for a seed, so a seed always gives the same session.
+class SessionScript {
+ public:
+  SessionScript(const GeneratorOptions& options, const Scenario& s)
+      : seed_(options.seed),
+        s_(s),
+        b_(seed_, s),
+        r_(b_.rng()),
+        notes_(seed_, s, options.agent_notes),
+        nr_(notes_.rng()),
+        target_(options.target_tokens * (75 + static_cast<int64_t>(r_.Below(51))) / 100) {
+  }  // +-25%
 
-GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
-  const uint64_t seed = options.seed;
-  const Scenario scenario = seed % 2 == 1 ? TypeScriptScenario() : PythonScenario();
-  const Scenario& s = scenario;
-  Builder b(seed, s);
-  Rng& r = b.rng();
-  AgentNotes notes(seed, s, options.agent_notes);
-  Rng& nr = notes.rng();
-  const int64_t target =
-      options.target_tokens * (75 + static_cast<int64_t>(r.Below(51))) / 100;  // +-25%
+  GeneratedSession Write() {
+    ChoosePlantedFacts();
+    Opening();
+    Exploration();
+    StaleDecision();
+    const size_t tail_files = 1;  // the last file is edited in the kept tail
+    middle_ = modify_.size() - tail_files;
+    middle_budget_ = target_ * 82 / 100;
+    con_revised_ = !revise_constraint_;
+    for (size_t t = 0; t < middle_; ++t) Topic(t);
+    // Remaining decisions that found no topic.
+    while (dec_i_ < decs_.size()) PlantDecision(s_.decisions[decs_[dec_i_++]]);
+    Tail();
+    for (Fact& f : b_.facts())
+      if (f.superseded_by == "pending") f.superseded_by.clear();
+    CommandFacts();
+    return Output();
+  }
 
+ private:
   // What this session plants, chosen by seed.
-  std::vector<size_t> cons(s.constraints.size());
-  for (size_t i = 0; i < cons.size(); ++i) cons[i] = i;
-  r.Shuffle(cons);
-  cons.resize(static_cast<size_t>(r.Range(3, 4)));
-  std::vector<size_t> decs(s.decisions.size());
-  for (size_t i = 0; i < decs.size(); ++i) decs[i] = i;
-  r.Shuffle(decs);
-  decs.resize(std::min<size_t>(decs.size(), static_cast<size_t>(r.Range(2, 3))));
-  std::vector<size_t> errs(s.errors.size());
-  for (size_t i = 0; i < errs.size(); ++i) errs[i] = i;
-  r.Shuffle(errs);
-  errs.resize(static_cast<size_t>(r.Range(2, 3)));
-  // The last error stays open: a later passing run of the same command would
-  // contradict it.
-  const size_t unfixed = errs.size() - 1;
-  std::vector<std::string> modify = s.modify_files;
-  r.Shuffle(modify);
-  modify.resize(static_cast<size_t>(r.Range(5, 7)));
-  std::vector<std::string> reads = s.read_files;
-  r.Shuffle(reads);
-  reads.resize(static_cast<size_t>(r.Range(3, 5)));
-  // Fix files of the chosen errors are modified too.
-  for (size_t e : errs)
-    if (std::find(modify.begin(), modify.end(), s.errors[e].fix_file) == modify.end())
-      modify.push_back(s.errors[e].fix_file);
-  const PhraseSpec& next = r.Pick(s.next_steps);
-  const bool revise_constraint = r.Chance(70);
+  void ChoosePlantedFacts() {
+    Rng& r = r_;
+    cons_.resize(s_.constraints.size());
+    for (size_t i = 0; i < cons_.size(); ++i) cons_[i] = i;
+    r.Shuffle(cons_);
+    cons_.resize(static_cast<size_t>(r.Range(3, 4)));
+    decs_.resize(s_.decisions.size());
+    for (size_t i = 0; i < decs_.size(); ++i) decs_[i] = i;
+    r.Shuffle(decs_);
+    decs_.resize(std::min<size_t>(decs_.size(), static_cast<size_t>(r.Range(2, 3))));
+    errs_.resize(s_.errors.size());
+    for (size_t i = 0; i < errs_.size(); ++i) errs_[i] = i;
+    r.Shuffle(errs_);
+    errs_.resize(static_cast<size_t>(r.Range(2, 3)));
+    // The last error stays open: a later passing run of the same command would
+    // contradict it.
+    unfixed_ = errs_.size() - 1;
+    modify_ = s_.modify_files;
+    r.Shuffle(modify_);
+    modify_.resize(static_cast<size_t>(r.Range(5, 7)));
+    reads_ = s_.read_files;
+    r.Shuffle(reads_);
+    reads_.resize(static_cast<size_t>(r.Range(3, 5)));
+    // Fix files of the chosen errors are modified too.
+    for (size_t e : errs_)
+      if (std::find(modify_.begin(), modify_.end(), s_.errors[e].fix_file) == modify_.end())
+        modify_.push_back(s_.errors[e].fix_file);
+    next_ = &r.Pick(s_.next_steps);
+    revise_constraint_ = r.Chance(70);
+  }
 
-  std::string open_key;                  // command key of the error left open
-  std::map<std::string, int> last_exit;  // significant command -> final exit code
-  std::map<std::string, std::string> command_entry;
-  int fact_no = 0;
-  auto fid = [&](const char* prefix) { return std::string(prefix) + std::to_string(++fact_no); };
-  auto run_cmd = [&](const std::string& key, const std::string& prose, const std::string& failure,
-                     int code) {
-    std::string cmd = CommandOf(s, key);
+  std::string FactId(const char* prefix) {
+    return std::string(prefix) + std::to_string(++fact_no_);
+  }
+
+  std::string RunCommand(const std::string& key, const std::string& prose,
+                         const std::string& failure, int code) {
+    std::string cmd = CommandOf(s_, key);
     std::string id =
-        b.Bash(prose, cmd, CommandOutput(r, s, key, failure), failure.empty() ? 0 : code);
-    last_exit[cmd] = failure.empty() ? 0 : code;
-    command_entry[cmd] = id;
-    notes.Command(cmd, last_exit[cmd]);
+        b_.Bash(prose, cmd, CommandOutput(r_, s_, key, failure), failure.empty() ? 0 : code);
+    last_exit_[cmd] = failure.empty() ? 0 : code;
+    command_entry_[cmd] = id;
+    notes_.Command(cmd, last_exit_[cmd]);
     return id;
-  };
+  }
+
   // The agent saves its notes after a user changes the plan (right away, or
   // at the end of the current topic), and otherwise after a topic now and
   // then but never more than two topics apart.
-  int topics_since_save = 0;
-  auto maybe_save_now = [&] {
-    if (nr.Chance(kSaveRightAway)) {
-      notes.Save(b);
-      topics_since_save = 0;
+  void MaybeSaveNow() {
+    if (nr_.Chance(kSaveRightAway)) {
+      notes_.Save(b_);
+      topics_since_save_ = 0;
     }
-  };
-  auto noise = [&](int rounds) {
+  }
+
+  // Tool calls that carry no fact.
+  void Noise(int rounds) {
+    Rng& r = r_;
     for (int i = 0; i < rounds; ++i) {
       switch (r.Below(4)) {
         case 0:
-          b.Bash("Let me search for related call sites.",
-                 "grep -rn \"" + r.Pick(kFields) + "\" " + (s.lang == "ts" ? "src" : "app"),
-                 GrepOutput(r, s, r.Range(20, 140)), 0);
+          b_.Bash("Let me search for related call sites.",
+                  "grep -rn \"" + r.Pick(kFields) + "\" " + (s_.lang == "ts" ? "src" : "app"),
+                  GrepOutput(r, s_, r.Range(20, 140)), 0);
           break;
         case 1:
-          b.Bash("Checking recent history for context.", "git log --oneline -n 40", GitLog(r, 40),
-                 0);
+          b_.Bash("Checking recent history for context.", "git log --oneline -n 40", GitLog(r, 40),
+                  0);
           break;
         case 2: {
-          std::string p = r.Pick(reads);
-          b.Read("Re-reading " + p + " to double-check the call shape.", p,
-                 FileContent(r, s.lang, p, r.Range(8, 30)));
+          std::string p = r.Pick(reads_);
+          b_.Read("Re-reading " + p + " to double-check the call shape.", p,
+                  FileContent(r, s_.lang, p, r.Range(8, 30)));
           break;
         }
         default:
-          b.Bash("Quick look at the working tree.", "git status --short && git diff --stat",
-                 " M " + r.Pick(modify) + "\n M " + r.Pick(modify) + "\n 2 files changed, " +
-                     std::to_string(r.Range(10, 200)) + " insertions(+), " +
-                     std::to_string(r.Range(1, 60)) + " deletions(-)\n",
-                 0);
+          b_.Bash("Quick look at the working tree.", "git status --short && git diff --stat",
+                  " M " + r.Pick(modify_) + "\n M " + r.Pick(modify_) + "\n 2 files changed, " +
+                      std::to_string(r.Range(10, 200)) + " insertions(+), " +
+                      std::to_string(r.Range(1, 60)) + " deletions(-)\n",
+                  0);
       }
     }
-  };
-
-  // --- Opening: goal and the first constraints (one of them later revised).
-  const Revision& rev_dec = s.revisions[0];
-  const Revision& rev_con = s.revisions[1];
-  // Constraints as a bullet list or as plain prose, by seed.
-  const bool bullets = r.Chance(50);
-  const std::string sep = bullets ? "\n- " : " ";
-  std::string opening = s.goal.sentence + (bullets ? "\n\nConstraints:\n- " : "\n\n") +
-                        s.constraints[cons[0]].sentence + sep + s.constraints[cons[1]].sentence;
-  if (revise_constraint) opening += sep + rev_con.stale.sentence;
-  const std::string open_id = b.User(opening);
-  b.Plant(FactKind::kGoal, s.goal, open_id, fid("goal-"));
-  b.Plant(FactKind::kConstraint, s.constraints[cons[0]], open_id, fid("constraint-"));
-  b.Plant(FactKind::kConstraint, s.constraints[cons[1]], open_id, fid("constraint-"));
-  notes.Goal(s.goal);
-  notes.Constraint(s.constraints[cons[0]], false);
-  notes.Constraint(s.constraints[cons[1]], false);
-  std::string stale_con_id;
-  if (revise_constraint) {
-    stale_con_id = fid("constraint-");
-    b.Plant(FactKind::kConstraint, rev_con.stale, open_id, stale_con_id, "pending");
-    notes.Constraint(rev_con.stale, false);
   }
 
-  // --- Exploration: reads (files only read are facts) and noise.
-  b.Bash("I'll start with the project layout.",
-         "ls -R " + std::string(s.lang == "ts" ? "src" : "app") + " | head -80",
-         GrepOutput(r, s, 30), 0);
-  for (const std::string& p : reads) {
-    std::string id = b.Read("Reading " + p + ".", p, FileContent(r, s.lang, p, r.Range(10, 40)));
-    b.Plant(FactKind::kFileRead, {"", p, {}, {}}, id, fid("read-"));
-    notes.Read(p);
+  void PlantDecision(const PhraseSpec& d) {
+    b_.Plant(FactKind::kDecision, d, b_.Assistant(Reword(r_, d.sentence)), FactId("decision-"));
+    notes_.Decision(d);
   }
-  noise(r.Range(2, 4));
 
-  // --- The first decision that will be revised. It keeps its "Decision:"
+  // The goal and the first constraints (one of them later revised).
+  void Opening() {
+    const Revision& rev_con = s_.revisions[1];
+    // Constraints as a bullet list or as plain prose, by seed.
+    const bool bullets = r_.Chance(50);
+    const std::string sep = bullets ? "\n- " : " ";
+    std::string opening = s_.goal.sentence + (bullets ? "\n\nConstraints:\n- " : "\n\n") +
+                          s_.constraints[cons_[0]].sentence + sep +
+                          s_.constraints[cons_[1]].sentence;
+    if (revise_constraint_) opening += sep + rev_con.stale.sentence;
+    const std::string open_id = b_.User(opening);
+    b_.Plant(FactKind::kGoal, s_.goal, open_id, FactId("goal-"));
+    b_.Plant(FactKind::kConstraint, s_.constraints[cons_[0]], open_id, FactId("constraint-"));
+    b_.Plant(FactKind::kConstraint, s_.constraints[cons_[1]], open_id, FactId("constraint-"));
+    notes_.Goal(s_.goal);
+    notes_.Constraint(s_.constraints[cons_[0]], false);
+    notes_.Constraint(s_.constraints[cons_[1]], false);
+    if (revise_constraint_) {
+      stale_con_id_ = FactId("constraint-");
+      b_.Plant(FactKind::kConstraint, rev_con.stale, open_id, stale_con_id_, "pending");
+      notes_.Constraint(rev_con.stale, false);
+    }
+  }
+
+  // Reads (files only read are facts) and noise.
+  void Exploration() {
+    b_.Bash("I'll start with the project layout.",
+            "ls -R " + std::string(s_.lang == "ts" ? "src" : "app") + " | head -80",
+            GrepOutput(r_, s_, 30), 0);
+    for (const std::string& p : reads_) {
+      std::string id =
+          b_.Read("Reading " + p + ".", p, FileContent(r_, s_.lang, p, r_.Range(10, 40)));
+      b_.Plant(FactKind::kFileRead, {"", p, {}, {}}, id, FactId("read-"));
+      notes_.Read(p);
+    }
+    Noise(r_.Range(2, 4));
+  }
+
+  // The first decision, which will be revised. It keeps its "Decision:"
   // lead-in (the others vary) so that what is tested is how a summary treats
   // a revised decision, not whether it noticed the decision at all.
-  const std::string stale_dec_entry =
-      b.Assistant(rev_dec.stale.sentence + " I'll wire that in first.");
-  const std::string stale_dec_id = fid("decision-");
-  b.Plant(FactKind::kDecision, rev_dec.stale, stale_dec_entry, stale_dec_id, "pending");
-  notes.Decision(rev_dec.stale);
-  notes.Next("Start with " + modify.front());
-  notes.Save(b);
+  void StaleDecision() {
+    const Revision& rev_dec = s_.revisions[0];
+    const std::string entry = b_.Assistant(rev_dec.stale.sentence + " I'll wire that in first.");
+    stale_dec_id_ = FactId("decision-");
+    b_.Plant(FactKind::kDecision, rev_dec.stale, entry, stale_dec_id_, "pending");
+    notes_.Decision(rev_dec.stale);
+    notes_.Next("Start with " + modify_.front());
+    notes_.Save(b_);
+  }
 
-  // --- Topics: one per modified file; decisions, errors and constraints spread over them.
-  const size_t tail_files = 1;  // the last file is edited in the kept tail
-  const size_t middle = modify.size() - tail_files;
-  const int64_t middle_budget = target * 82 / 100;
-  size_t dec_i = 0, err_i = 0;
-  bool revised = false, extra_constraint = false, con_revised = !revise_constraint;
-  for (size_t t = 0; t < middle; ++t) {
-    const std::string& path = modify[t];
-    if (dec_i < decs.size() && (t % 2 == 0 || t + 2 >= middle)) {
-      const PhraseSpec& d = s.decisions[decs[dec_i++]];
-      b.Plant(FactKind::kDecision, d, b.Assistant(Reword(r, d.sentence)), fid("decision-"));
-      notes.Decision(d);
-    }
-    b.Read("Let me look at " + path + " before changing it.", path,
-           FileContent(r, s.lang, path, r.Range(10, 35)));
-    std::string before = FileContent(r, s.lang, path, 1), after = FileContent(r, s.lang, path, 2);
+  // One topic per modified file; decisions, errors and constraints spread over them.
+  void Topic(size_t t) {
+    const std::string& path = modify_[t];
+    if (dec_i_ < decs_.size() && (t % 2 == 0 || t + 2 >= middle_))
+      PlantDecision(s_.decisions[decs_[dec_i_++]]);
+    b_.Read("Let me look at " + path + " before changing it.", path,
+            FileContent(r_, s_.lang, path, r_.Range(10, 35)));
+    std::string before = FileContent(r_, s_.lang, path, 1);
+    std::string after = FileContent(r_, s_.lang, path, 2);
     std::string edit_id = t % 3 == 2
-                              ? b.Write("Writing the new version of " + path + ".", path, after)
-                              : b.Edit("Updating " + path + ".", path, before, after);
-    b.Plant(FactKind::kFileModified, {"", path, {}, {}}, edit_id, fid("modified-"));
-    notes.Modified(path);
+                              ? b_.Write("Writing the new version of " + path + ".", path, after)
+                              : b_.Edit("Updating " + path + ".", path, before, after);
+    b_.Plant(FactKind::kFileModified, {"", path, {}, {}}, edit_id, FactId("modified-"));
+    notes_.Modified(path);
     // An error shows up in this topic?
-    if (err_i < errs.size() && (t % 2 == 1 || t + 2 >= middle)) {
-      const ErrorSpec& e = s.errors[errs[err_i]];
-      const bool fixed = err_i != unfixed;
-      std::string id = run_cmd(e.command_key, "Running the checks.", e.output, 1);
-      Fact f;
-      f.id = fid("error-");
-      f.kind = FactKind::kError;
-      f.text = e.text;
-      f.variants = e.variants;
-      f.fixed = fixed;
-      f.entry_id = id;
-      b.facts().push_back(f);
-      notes.Error(e.output, e, !fixed);
-      b.Assistant(e.explanation);
-      noise(r.Range(1, 3));
-      if (fixed) {
-        b.Edit("Fixing it in " + e.fix_file + ".", e.fix_file,
-               FileContent(r, s.lang, e.fix_file, 1), FileContent(r, s.lang, e.fix_file, 1));
-        notes.Modified(e.fix_file);
-        run_cmd(e.command_key, "Re-running.", "", 0);
-        b.Assistant("That fixed it.");
-      } else {
-        open_key = e.command_key;
-        b.Assistant(
-            "I can't fix this one without more information; leaving it open and moving on.");
-      }
-      ++err_i;
+    if (err_i_ < errs_.size() && (t % 2 == 1 || t + 2 >= middle_)) {
+      ErrorRun(s_.errors[errs_[err_i_]], err_i_ != unfixed_);
+      ++err_i_;
     } else {
       // Never re-run the command whose failure was left open: its last outcome stays the failure.
       std::vector<std::string> keys;
       for (const char* k : {"test", "test2", "lint", "typecheck"})
-        if (k != open_key) keys.push_back(k);
-      run_cmd(r.Pick(keys), "Checking.", "", 0);
+        if (k != open_key_) keys.push_back(k);
+      RunCommand(r_.Pick(keys), "Checking.", "", 0);
     }
-    // User interjections at fixed fractions of the middle.
-    if (!extra_constraint && t + 1 >= middle / 3) {
-      extra_constraint = true;
-      const PhraseSpec& c = s.constraints[cons[2]];
-      std::string id = b.User("One more thing: " + c.sentence);
-      b.Plant(FactKind::kConstraint, c, id, fid("constraint-"));
-      notes.Constraint(c, true);
-      if (cons.size() > 3) {
-        const PhraseSpec& c4 = s.constraints[cons[3]];
-        std::string id4 = b.User("And: " + c4.sentence);
-        b.Plant(FactKind::kConstraint, c4, id4, fid("constraint-"));
-        notes.Constraint(c4, true);
-      }
-      if (notes.dirty()) maybe_save_now();
-    }
-    if (!revised && t + 1 >= middle / 2) {
-      revised = true;
-      std::string id = b.User(rev_dec.current.sentence);
-      std::string cur = fid("decision-");
-      b.Plant(FactKind::kDecision, rev_dec.current, id, cur);
-      for (Fact& f : b.facts())
-        if (f.id == stale_dec_id) f.superseded_by = cur;
-      b.Assistant("Understood, switching to that now.");
-      notes.Revise(rev_dec);
-      maybe_save_now();
-    }
-    if (!con_revised && t + 1 >= middle * 2 / 3) {
-      con_revised = true;
-      std::string id = b.User(rev_con.current.sentence);
-      std::string cur = fid("constraint-");
-      b.Plant(FactKind::kConstraint, rev_con.current, id, cur);
-      for (Fact& f : b.facts())
-        if (f.id == stale_con_id) f.superseded_by = cur;
-      b.Assistant("Noted.");
-      notes.Revise(rev_con);
-      maybe_save_now();
-    }
+    Interjections(t);
     // End of the topic: what is next, and a save when one is due.
-    notes.Next(t + 1 < middle ? "Continue with " + modify[t + 1]
-                              : "Finish " + modify.back() + ", then a final build");
-    ++topics_since_save;
-    if (notes.dirty() && (topics_since_save >= 2 || nr.Chance(kSaveAfterTopic))) {
-      notes.Save(b);
-      topics_since_save = 0;
+    notes_.Next(t + 1 < middle_ ? "Continue with " + modify_[t + 1]
+                                : "Finish " + modify_.back() + ", then a final build");
+    ++topics_since_save_;
+    if (notes_.dirty() && (topics_since_save_ >= 2 || nr_.Chance(kSaveAfterTopic))) {
+      notes_.Save(b_);
+      topics_since_save_ = 0;
     }
     // Tool noise up to this topic's share of the budget.
     const int64_t goal_tokens =
-        middle_budget * static_cast<int64_t>(t + 1) / static_cast<int64_t>(middle);
-    for (int guard = 0; b.tokens() < goal_tokens && guard < 200; ++guard) noise(1);
-  }
-  // Remaining decisions that found no topic.
-  while (dec_i < decs.size()) {
-    const PhraseSpec& d = s.decisions[decs[dec_i++]];
-    b.Plant(FactKind::kDecision, d, b.Assistant(Reword(r, d.sentence)), fid("decision-"));
-    notes.Decision(d);
+        middle_budget_ * static_cast<int64_t>(t + 1) / static_cast<int64_t>(middle_);
+    for (int guard = 0; b_.tokens() < goal_tokens && guard < 200; ++guard) Noise(1);
   }
 
-  // --- Tail: the next step, the last file and a final check.
-  std::string ns_id;
-  if (r.Chance(50)) {
-    ns_id = b.User("Good progress. Finish " + modify.back() + ", then stop for today. " +
-                   next.sentence);
-  } else {
-    b.User("Finish " + modify.back() + " and then wrap up with where we are.");
-    ns_id = "";
-  }
-  const std::string& last = modify.back();
-  b.Read("Reading " + last + ".", last, FileContent(r, s.lang, last, r.Range(6, 14)));
-  b.Plant(FactKind::kFileModified, {"", last, {}, {}},
-          b.Edit("Updating " + last + ".", last, FileContent(r, s.lang, last, 1),
-                 FileContent(r, s.lang, last, 2)),
-          fid("modified-"));
-  notes.Modified(last);
-  run_cmd("build", "Final build check.", "", 0);
-  // Wrapping up, the agent usually brings its notes up to date one last time.
-  if (nr.Chance(kFinalSave)) {
-    notes.Next(s.wording.at(next.text).what);
-    notes.Save(b);
-  }
-  std::string wrap = "Done for today; the open items are noted above.";
-  std::string final_id = b.Assistant(wrap + " " + next.sentence);
-  b.Plant(FactKind::kNextStep, next, ns_id.empty() ? final_id : ns_id, fid("next-"));
-
-  for (Fact& f : b.facts())
-    if (f.superseded_by == "pending") f.superseded_by.clear();
-  // Commands: one fact per significant command, with its final outcome.
-  for (const auto& [key, cmd] : s.commands) {
-    auto it = last_exit.find(cmd);
-    if (it == last_exit.end()) continue;
+  // A failing check, then its fix or (the last error) the decision to leave it open.
+  void ErrorRun(const ErrorSpec& e, bool fixed) {
+    std::string id = RunCommand(e.command_key, "Running the checks.", e.output, 1);
     Fact f;
-    f.id = fid("command-");
-    f.kind = FactKind::kCommand;
-    f.text = cmd;
-    f.exit_code = it->second;
-    f.qualifiers = it->second == 0 ? kSuccessWords : FailureWords(it->second);
-    f.entry_id = command_entry[cmd];
-    b.facts().push_back(std::move(f));
+    f.id = FactId("error-");
+    f.kind = FactKind::kError;
+    f.text = e.text;
+    f.variants = e.variants;
+    f.fixed = fixed;
+    f.entry_id = id;
+    b_.facts().push_back(f);
+    notes_.Error(e.output, e, !fixed);
+    b_.Assistant(e.explanation);
+    Noise(r_.Range(1, 3));
+    if (fixed) {
+      b_.Edit("Fixing it in " + e.fix_file + ".", e.fix_file,
+              FileContent(r_, s_.lang, e.fix_file, 1), FileContent(r_, s_.lang, e.fix_file, 1));
+      notes_.Modified(e.fix_file);
+      RunCommand(e.command_key, "Re-running.", "", 0);
+      b_.Assistant("That fixed it.");
+    } else {
+      open_key_ = e.command_key;
+      b_.Assistant("I can't fix this one without more information; leaving it open and moving on.");
+    }
   }
 
-  GeneratedSession out;
-  char name[32];
-  std::snprintf(name, sizeof(name), "eval-%04llu", static_cast<unsigned long long>(seed));
-  out.name = name;
-  out.jsonl = b.Jsonl();
-  out.facts.session = out.name + ".jsonl";
-  out.facts.source = "generated";
-  out.facts.seed = seed;
-  out.facts.facts = b.facts();
-  out.notes = notes.saved();
-  return out;
+  // User interjections at fixed fractions of the middle: more constraints,
+  // then the revised decision, then the revised constraint.
+  void Interjections(size_t t) {
+    if (!extra_constraint_ && t + 1 >= middle_ / 3) {
+      extra_constraint_ = true;
+      const PhraseSpec& c = s_.constraints[cons_[2]];
+      std::string id = b_.User("One more thing: " + c.sentence);
+      b_.Plant(FactKind::kConstraint, c, id, FactId("constraint-"));
+      notes_.Constraint(c, true);
+      if (cons_.size() > 3) {
+        const PhraseSpec& c4 = s_.constraints[cons_[3]];
+        std::string id4 = b_.User("And: " + c4.sentence);
+        b_.Plant(FactKind::kConstraint, c4, id4, FactId("constraint-"));
+        notes_.Constraint(c4, true);
+      }
+      if (notes_.dirty()) MaybeSaveNow();
+    }
+    if (!revised_ && t + 1 >= middle_ / 2) {
+      revised_ = true;
+      Revise(s_.revisions[0], FactKind::kDecision, stale_dec_id_, "decision-",
+             "Understood, switching to that now.");
+    }
+    if (!con_revised_ && t + 1 >= middle_ * 2 / 3) {
+      con_revised_ = true;
+      Revise(s_.revisions[1], FactKind::kConstraint, stale_con_id_, "constraint-", "Noted.");
+    }
+  }
+
+  // The user's change of a stated decision or constraint.
+  void Revise(const Revision& rev, FactKind kind, const std::string& stale_id, const char* prefix,
+              const char* answer) {
+    std::string id = b_.User(rev.current.sentence);
+    std::string cur = FactId(prefix);
+    b_.Plant(kind, rev.current, id, cur);
+    for (Fact& f : b_.facts())
+      if (f.id == stale_id) f.superseded_by = cur;
+    b_.Assistant(answer);
+    notes_.Revise(rev);
+    MaybeSaveNow();
+  }
+
+  // The next step, the last file and a final check.
+  void Tail() {
+    const PhraseSpec& next = *next_;
+    std::string ns_id;
+    if (r_.Chance(50)) {
+      ns_id = b_.User("Good progress. Finish " + modify_.back() + ", then stop for today. " +
+                      next.sentence);
+    } else {
+      b_.User("Finish " + modify_.back() + " and then wrap up with where we are.");
+    }
+    const std::string& last = modify_.back();
+    b_.Read("Reading " + last + ".", last, FileContent(r_, s_.lang, last, r_.Range(6, 14)));
+    b_.Plant(FactKind::kFileModified, {"", last, {}, {}},
+             b_.Edit("Updating " + last + ".", last, FileContent(r_, s_.lang, last, 1),
+                     FileContent(r_, s_.lang, last, 2)),
+             FactId("modified-"));
+    notes_.Modified(last);
+    RunCommand("build", "Final build check.", "", 0);
+    // Wrapping up, the agent usually brings its notes up to date one last time.
+    if (nr_.Chance(kFinalSave)) {
+      notes_.Next(s_.wording.at(next.text).what);
+      notes_.Save(b_);
+    }
+    std::string wrap = "Done for today; the open items are noted above.";
+    std::string final_id = b_.Assistant(wrap + " " + next.sentence);
+    b_.Plant(FactKind::kNextStep, next, ns_id.empty() ? final_id : ns_id, FactId("next-"));
+  }
+
+  // One fact per significant command, with its final outcome.
+  void CommandFacts() {
+    for (const auto& [key, cmd] : s_.commands) {
+      auto it = last_exit_.find(cmd);
+      if (it == last_exit_.end()) continue;
+      Fact f;
+      f.id = FactId("command-");
+      f.kind = FactKind::kCommand;
+      f.text = cmd;
+      f.exit_code = it->second;
+      f.qualifiers = it->second == 0 ? kSuccessWords : FailureWords(it->second);
+      f.entry_id = command_entry_[cmd];
+      b_.facts().push_back(std::move(f));
+    }
+  }
+
+  GeneratedSession Output() {
+    GeneratedSession out;
+    char name[32];
+    std::snprintf(name, sizeof(name), "eval-%04llu", static_cast<unsigned long long>(seed_));
+    out.name = name;
+    out.jsonl = b_.Jsonl();
+    out.facts.session = out.name + ".jsonl";
+    out.facts.source = "generated";
+    out.facts.seed = seed_;
+    out.facts.facts = b_.facts();
+    out.notes = notes_.saved();
+    return out;
+  }
+
+  const uint64_t seed_;
+  const Scenario& s_;
+  Builder b_;
+  Rng& r_;
+  AgentNotes notes_;
+  Rng& nr_;
+  const int64_t target_;
+  // Chosen by seed (ChoosePlantedFacts).
+  std::vector<size_t> cons_, decs_, errs_;
+  size_t unfixed_ = 0;
+  std::vector<std::string> modify_, reads_;
+  const PhraseSpec* next_ = nullptr;
+  bool revise_constraint_ = false;
+  // Progress of the writing.
+  std::string open_key_;                  // command key of the error left open
+  std::map<std::string, int> last_exit_;  // significant command -> final exit code
+  std::map<std::string, std::string> command_entry_;
+  int fact_no_ = 0;
+  int topics_since_save_ = 0;
+  std::string stale_con_id_, stale_dec_id_;
+  size_t middle_ = 0;
+  int64_t middle_budget_ = 0;
+  size_t dec_i_ = 0, err_i_ = 0;
+  bool revised_ = false, extra_constraint_ = false, con_revised_ = false;
+};
+
+}  // namespace
+
+GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
+  return SessionScript(options, kScenarios[options.seed % 2 == 1 ? 0 : 1]).Write();
 }
 
 Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int count, uint64_t seed,
-                                                 int64_t target_tokens, bool agent_notes) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IoError(dir + ": " + ec.message());
+                                                 int64_t target_tokens, bool agent_notes,
+                                                 Env* env) {
+  env = EnvOrDefault(env);
+  COMPACTOR_RETURN_IF_ERROR(env->CreateDirs(dir));
   std::vector<std::string> paths;
   for (int i = 0; i < count; ++i) {
     GeneratedSession g =
         GenerateEvalSession({seed + static_cast<uint64_t>(i), target_tokens, agent_notes});
     const std::string base = dir + "/" + g.name;
-    RewriteOptions no_backup{false, ".bak"};
+    RewriteOptions no_backup{false, ".bak", env};
     COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(base + ".jsonl", g.jsonl, no_backup));
     COMPACTOR_RETURN_IF_ERROR(
         WriteFileAtomic(base + ".facts.json", FactFileToJson(g.facts), no_backup));
@@ -1338,7 +1462,8 @@ Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int cou
       COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(base + ".notes.md", g.notes, no_backup));
     } else {
       // A notes file left from an earlier corpus would belong to another session.
-      std::filesystem::remove(base + ".notes.md", ec);
+      Status removed = env->RemoveFile(base + ".notes.md");
+      if (!removed.ok() && removed.code() != StatusCode::kNotFound) return removed;
     }
     paths.push_back(base + ".jsonl");
   }

@@ -1,22 +1,22 @@
 // The evaluation runner: compact in memory, rebuild, score, aggregate, report.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "compactor/estimate.h"
 #include "compactor/eval.h"
+#include "compactor/strategy.h"
 #include "compactor/summarizer.h"
 
 namespace compactor {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
-double Ms(Clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+// Milliseconds on `env`'s monotonic clock since `since_us`.
+double Ms(Env* env, int64_t since_us) {
+  return static_cast<double>(env->MonotonicMicros() - since_us) / 1000.0;
 }
 
 double Share(int part, int total) { return total == 0 ? 1.0 : static_cast<double>(part) / total; }
@@ -54,17 +54,17 @@ std::string HtmlEscape(std::string_view s) {
 
 Result<SessionEval> EvaluateSession(const Session& session, const FactFile& facts,
                                     const EvalConfig& config) {
-  const auto start = Clock::now();
+  Env* env = EnvOrDefault(config.compact.env);
+  const int64_t start = env->MonotonicMicros();
   SessionEval ev;
   ev.session = session.path();
-  ev.strategy = config.strategy ? std::string(StrategyName(*config.strategy)) : "none";
+  ev.strategy = config.strategy ? std::string(config.strategy->name()) : "none";
   // notes and mask call no summarizer: naming one would mislabel their results.
-  const bool summarizes = config.strategy && *config.strategy != Strategy::kNotes &&
-                          *config.strategy != Strategy::kMask;
+  const bool summarizes = config.strategy && config.strategy->needs().summarizer;
   ev.summarizer = summarizes ? config.summarizer_name : "";
 
   ContextOptions context_options;
-  context_options.expand_compactions = true;
+  context_options.expander = StrategyExpander();
   COMPACTOR_ASSIGN_OR_RETURN(SessionContext before, BuildSessionContext(session, context_options));
   ev.context_tokens_before = HeuristicSum(before.messages);
 
@@ -72,22 +72,21 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   std::unique_ptr<Session> rebuilt_session;
   SessionContext rebuilt;
   std::string first_kept;
-  bool everything_summarized = false;
   if (!config.strategy) {
     rebuilt = std::move(before);
   } else {
     CompactOptions o = config.compact;
-    o.strategy = *config.strategy;
+    o.strategy = config.strategy;
     o.dry_run = true;
     o.only_if_needed = false;
-    const auto compact_start = Clock::now();
+    const int64_t compact_start = env->MonotonicMicros();
     auto computed = ComputeCompaction(session, o);
-    ev.compact_ms = Ms(compact_start);
+    ev.compact_ms = Ms(env, compact_start);
     if (!computed.ok()) {
       // Not scored: an unsupported strategy or a summarizer failure says
       // nothing about retention.
       ev.skipped_reason = computed.status().ToString();
-      ev.total_ms = Ms(start);
+      ev.total_ms = Ms(env, start);
       return ev;
     }
     const CompactionResult& r = computed->result;
@@ -96,31 +95,14 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
       // strategy's retention (an empty notes file would score the ceiling).
       ev.skipped_reason = r.skipped_reason.empty() ? "not compacted" : r.skipped_reason;
       ev.context_tokens_after = ev.context_tokens_before;
-      ev.total_ms = Ms(start);
+      ev.total_ms = Ms(env, start);
       return ev;
     }
     ev.compacted = true;
     ev.summarized_tokens = r.summarized_tokens;
     ev.summary_tokens = r.summary.empty() ? 0 : EstimateTextTokens(r.summary);
     first_kept = r.first_kept_entry_id;
-    switch (r.strategy) {
-      case Strategy::kHandoff: {
-        COMPACTOR_ASSIGN_OR_RETURN(
-            rebuilt_session,
-            Session::FromString(computed->handoff_jsonl, session.path() + " (handoff)"));
-        everything_summarized = true;
-        break;
-      }
-      case Strategy::kMask: {
-        COMPACTOR_ASSIGN_OR_RETURN(
-            rebuilt_session,
-            Session::FromString(computed->rewritten_jsonl, session.path() + " (masked)"));
-        break;
-      }
-      default: {
-        COMPACTOR_ASSIGN_OR_RETURN(rebuilt_session, SessionWithAppended(session, r.entry_json));
-      }
-    }
+    COMPACTOR_ASSIGN_OR_RETURN(rebuilt_session, SessionAfterCompaction(session, *computed));
     COMPACTOR_ASSIGN_OR_RETURN(rebuilt, BuildSessionContext(*rebuilt_session, context_options));
   }
   ev.context_tokens_after = HeuristicSum(rebuilt.messages);
@@ -153,8 +135,9 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   for (size_t i = 0; i < facts.facts.size(); ++i) {
     FactOutcome& o = ev.outcomes[i];
     auto it = position.find(facts.facts[i].entry_id);
-    // Strategies that keep no verbatim tail (handoff, user-prompts) replace everything.
-    if (everything_summarized || (ev.compacted && !kept_at && ev.strategy != "mask")) {
+    // Strategies that keep no verbatim tail (handoff, user-prompts) replace
+    // everything; one that summarizes nothing (mask) replaces nothing.
+    if (ev.compacted && !kept_at && config.strategy->summarizes_history()) {
       o.in_summarized_part = true;
     } else if (kept_at && it != position.end()) {
       o.in_summarized_part = it->second < *kept_at;
@@ -173,7 +156,7 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
       if (o.retained) ++k.summarized_retained;
     }
   }
-  ev.total_ms = Ms(start);
+  ev.total_ms = Ms(env, start);
   return ev;
 }
 
@@ -242,7 +225,8 @@ std::vector<std::string> CheckTargets(const EvalSummary& s, const EvalTargets& t
   if (s.stale_as_current > t.stale_as_current)
     misses.push_back(fmt::format("{}: {} superseded facts presented as current (target {})",
                                  s.strategy, s.stale_as_current, t.stale_as_current));
-  if (s.strategy != "none" && s.strategy != "mask" &&
+  const CompactionStrategy* strategy = FindStrategy(s.strategy);
+  if (strategy && strategy->summarizes_history() &&
       s.SummaryReduction() + 1e-9 < t.summary_reduction)
     misses.push_back(fmt::format("{}: summary reduction {} < target {}", s.strategy,
                                  Percent(s.SummaryReduction()), Percent(t.summary_reduction)));

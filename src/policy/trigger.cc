@@ -23,14 +23,14 @@ constexpr PresetName kPresets[] = {
     {TriggerPreset::kNominal, "nominal"},
 };
 
-// Anchor constants (compaction-algorithms.md).
-constexpr double kOmpReserveFraction = 0.15;     // B2 effectiveReserveTokens
-constexpr double kKimiTriggerRatio = 0.85;       // C1 triggerRatio
-constexpr int64_t kKimiReservedContext = 50000;  // C1 reservedContextSize
-constexpr int64_t kOpencodeReserveCap = 20000;   // D: min(20000, maxOutputTokens)
-constexpr int64_t kOpencodeOutputMax = 32000;    // D: OUTPUT_TOKEN_MAX
-constexpr int64_t kNexusMinReserve = 10000;      // E: max(Window / 5, 10000)
-constexpr int64_t kNominalThreshold = 100000;    // G: COMPACTION_TOKEN_THRESHOLD
+// The constants of each anchor's trigger (docs/settings.md gives the rules).
+constexpr double kOmpReserveFraction = 0.15;     // oh-my-pi effectiveReserveTokens
+constexpr double kKimiTriggerRatio = 0.85;       // Kimi Code triggerRatio
+constexpr int64_t kKimiReservedContext = 50000;  // Kimi Code reservedContextSize
+constexpr int64_t kOpencodeReserveCap = 20000;   // OpenCode: min(20000, maxOutputTokens)
+constexpr int64_t kOpencodeOutputMax = 32000;    // OpenCode: OUTPUT_TOKEN_MAX
+constexpr int64_t kNexusMinReserve = 10000;      // Nexus: max(Window / 5, 10000)
+constexpr int64_t kNominalThreshold = 100000;    // Nominal Code: COMPACTION_TOKEN_THRESHOLD
 
 bool NeedsWindow(TriggerPreset preset) { return preset != TriggerPreset::kNominal; }
 
@@ -234,8 +234,7 @@ Result<TriggerDecision> ShouldCompact(double tokens, int64_t window, const Compa
 
 Result<TriggerDecision> ShouldCompact(double tokens, int64_t window, const CompactionSettings& s,
                                       const TriggerModelInfo& model) {
-  COMPACTOR_ASSIGN_OR_RETURN(TriggerPreset preset, ParseTriggerPreset(s.trigger));
-  return ShouldCompact(tokens, window, s, preset, model);
+  return ShouldCompact(tokens, window, s, s.trigger, model);
 }
 
 }  // namespace compactor

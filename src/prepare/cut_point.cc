@@ -226,27 +226,4 @@ CutPoint FindCutPointOpencode(std::span<const CutEntry> entries, size_t start, s
   return KeepEverything(start);
 }
 
-Result<KeepPolicy> ParseKeepPolicy(std::string_view name) {
-  if (name == "tokens") return KeepPolicy::kRecentTokens;
-  if (name == "turns") return KeepPolicy::kLastTurns;
-  if (name == "messages") return KeepPolicy::kLastMessages;
-  if (name == "opencode") return KeepPolicy::kOpencode;
-  return Status::InvalidArgument("unknown keep policy \"" + std::string(name) +
-                                 "\" (expected tokens, turns, messages or opencode)");
-}
-
-std::string_view KeepPolicyName(KeepPolicy policy) {
-  switch (policy) {
-    case KeepPolicy::kRecentTokens:
-      return "tokens";
-    case KeepPolicy::kLastTurns:
-      return "turns";
-    case KeepPolicy::kLastMessages:
-      return "messages";
-    case KeepPolicy::kOpencode:
-      return "opencode";
-  }
-  return "tokens";
-}
-
 }  // namespace compactor

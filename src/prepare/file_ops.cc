@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "prepare/file_ops_internal.h"
+#include "util/utf8.h"
 
 namespace compactor {
 namespace {
@@ -23,55 +24,12 @@ Json ParseOrNull(std::string_view text) {
   return j.is_discarded() ? Json() : j;
 }
 
-// Next code point of UTF-8 `s` at `i` (advancing `i`); invalid bytes decode as
-// U+FFFD, one byte at a time, as Node's decoder does.
+// Next code point of UTF-8 `s` at `i` (advancing `i`); an invalid sequence
+// decodes as U+FFFD, as Node's decoder does.
 uint32_t NextCodePoint(std::string_view s, size_t& i) {
-  auto b = static_cast<unsigned char>(s[i]);
-  if (b < 0x80) {
-    ++i;
-    return b;
-  }
-  int len = 0;
-  uint32_t cp = 0;
-  if ((b & 0xE0) == 0xC0) {
-    len = 2;
-    cp = b & 0x1F;
-  } else if ((b & 0xF0) == 0xE0) {
-    len = 3;
-    cp = b & 0x0F;
-  } else if ((b & 0xF8) == 0xF0) {
-    len = 4;
-    cp = b & 0x07;
-  } else {
-    ++i;
-    return 0xFFFD;
-  }
-  if (i + len > s.size()) {
-    ++i;
-    return 0xFFFD;
-  }
-  for (int k = 1; k < len; ++k) {
-    auto c = static_cast<unsigned char>(s[i + k]);
-    if ((c & 0xC0) != 0x80) {
-      ++i;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (c & 0x3F);
-  }
-  i += len;
+  uint32_t cp;
+  i += internal::DecodeUtf8(s, i, &cp);
   return cp;
-}
-
-// Appends the UTF-16 code units of `cp` to `units` (at most 2).
-int Utf16Units(uint32_t cp, uint16_t units[2]) {
-  if (cp >= 0x10000) {
-    cp -= 0x10000;
-    units[0] = static_cast<uint16_t>(0xD800 + (cp >> 10));
-    units[1] = static_cast<uint16_t>(0xDC00 + (cp & 0x3FF));
-    return 2;
-  }
-  units[0] = static_cast<uint16_t>(cp);
-  return 1;
 }
 
 void AddPath(const Json& arguments, const std::string& tool, FileOps& ops) {
@@ -97,7 +55,7 @@ bool Utf16Less(std::string_view a, std::string_view b) {
       if (i >= a.size()) {
         na = 0;
       } else {
-        na = Utf16Units(NextCodePoint(a, i), ua);
+        na = internal::ToUtf16(NextCodePoint(a, i), ua);
       }
       pa = 0;
     }
@@ -105,7 +63,7 @@ bool Utf16Less(std::string_view a, std::string_view b) {
       if (j >= b.size()) {
         nb = 0;
       } else {
-        nb = Utf16Units(NextCodePoint(b, j), ub);
+        nb = internal::ToUtf16(NextCodePoint(b, j), ub);
       }
       pb = 0;
     }
@@ -115,6 +73,8 @@ bool Utf16Less(std::string_view a, std::string_view b) {
     ++pb;
   }
 }
+
+namespace {
 
 // Adds the "path" of a file tool call's arguments (JSON text): the last
 // "path" member, as JSON.parse keeps. simdjson's DOM (a write's arguments hold
@@ -137,6 +97,8 @@ void AddArgumentsPath(std::string_view arguments_json, const std::string& tool, 
   }
   if (path && !path->empty()) internal::AddFileOp(tool, std::string(*path), ops);
 }
+
+}  // namespace
 
 void ExtractFileOps(const Message& message, FileOps& ops) {
   if (message.role != Role::kAssistant) return;

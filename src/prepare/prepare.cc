@@ -1,10 +1,9 @@
-// pi 0.73.1's prepareCompaction over a Session (compaction-algorithms.md A4),
+// pi 0.73.1's prepareCompaction over a Session (docs/compatibility.md),
 // with Compactor's fixes and keep policies.
 #include "compactor/prepare.h"
 
 #include <algorithm>
 #include <initializer_list>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -87,7 +86,7 @@ int64_t KnownToolCallBlocks(const Session& session, const ContextMessage& m) {
 // The file operations of the assistant messages in `lists`. Sets, so the
 // order messages are read in does not matter: a long history is split
 // between two threads.
-void CollectFileOps(const Session& session,
+void CollectFileOps(Env* env, const Session& session,
                     std::initializer_list<const std::vector<ContextMessage>*> lists, FileOps& ops) {
   struct Job {
     std::string_view json;
@@ -111,8 +110,9 @@ void CollectFileOps(const Session& session,
   }
   constexpr size_t kParallelBytes = 8u << 20;
   FileOps second;
+  env = EnvOrDefault(env);
   internal::RunInTwoHalves(
-      jobs.size(), bytes >= kParallelBytes && std::thread::hardware_concurrency() >= 2,
+      env, jobs.size(), bytes >= kParallelBytes && env->HardwareThreads() >= 2,
       [&jobs](size_t i) { return jobs[i].json.size(); },
       [&](size_t from, size_t to, int half) {
         FileOps& out = half == 0 ? ops : second;
@@ -184,13 +184,16 @@ Result<PrepareResult> PrepareCompaction(const Session& session, const PrepareOpt
 
 Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext context,
                                         const PrepareOptions& options) {
-  COMPACTOR_RETURN_IF_ERROR(ValidateSettings(options.settings));
-  COMPACTOR_ASSIGN_OR_RETURN(KeepPolicy policy, ParseKeepPolicy(options.settings.keep_policy));
+  // Only the settings preparation reads: the strategy name is checked where
+  // it is resolved (the registry, above this module; docs/architecture.md).
+  COMPACTOR_RETURN_IF_ERROR(ValidateSettingRanges(options.settings));
+  const KeepPolicy policy = options.settings.keep_policy;
   TokenCounter counter;
   if (options.counter) {
     counter = *options.counter;
   } else {
-    COMPACTOR_ASSIGN_OR_RETURN(counter, TokenCounter::FromName(options.settings.tokenizer));
+    COMPACTOR_ASSIGN_OR_RETURN(
+        counter, TokenCounter::FromName(TokenizerSettingName(options.settings.tokenizer)));
   }
   PrepareResult result;
   result.context = std::move(context);
@@ -285,7 +288,8 @@ Result<PrepareResult> PrepareCompaction(const Session& session, SessionContext c
   if (prev && !session.entry(path[*prev]).from_hook) {
     SeedFileOpsFromDetails(session.FieldJson(path[*prev], "details"), prep.file_ops);
   }
-  CollectFileOps(session, {&prep.messages_to_summarize, &prep.turn_prefix_messages}, prep.file_ops);
+  CollectFileOps(options.env, session, {&prep.messages_to_summarize, &prep.turn_prefix_messages},
+                 prep.file_ops);
   prep.file_lists = ComputeFileLists(prep.file_ops);
   result.preparation = std::move(prep);
   return result;

@@ -72,6 +72,23 @@ std::string StringAt(const Json& obj, const char* key) {
   return it->get<std::string>();
 }
 
+namespace {
+
+// Error types a stream may report mid-way that are worth a retry.
+bool TransientErrorType(std::string_view type) {
+  return type == "overloaded_error" || type == "api_error" || type == "rate_limit_error" ||
+         type == "server_error" || type == "timeout_error";
+}
+
+}  // namespace
+
+bool IsTransientError(const Json& error) {
+  // Anthropic names the kind in "type"; the Responses API's in-stream error
+  // event has "type":"error" and names it in "code" (as its error objects do).
+  return error.is_object() && (TransientErrorType(StringAt(error, "type")) ||
+                               TransientErrorType(StringAt(error, "code")));
+}
+
 std::string ErrorText(const Json& error) {
   if (error.is_string()) return error.get<std::string>();
   if (error.is_object()) {
@@ -107,12 +124,6 @@ std::string StreamErrorText(const Json& error) {
   return m.empty() ? DumpJson(error) : m;
 }
 
-// Error types a stream may report mid-way that are worth a retry.
-bool TransientErrorType(std::string_view type) {
-  return type == "overloaded_error" || type == "api_error" || type == "rate_limit_error" ||
-         type == "server_error" || type == "timeout_error";
-}
-
 bool IsRetryableStatus(int status) {
   return status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
 }
@@ -143,7 +154,7 @@ StreamEventInfo StreamParserBase::OnEvent(std::string_view, std::string_view dat
     const Json& err = j.contains("error") ? j["error"] : j;
     response_.stop_reason = "error";
     response_.error_message = StreamErrorText(err);
-    response_.transient = TransientErrorType(StringAt(err, "type"));
+    response_.transient = IsTransientError(err);
     done_ = true;
     info.error = true;
     info.error_message = response_.error_message;

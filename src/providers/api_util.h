@@ -50,6 +50,10 @@ int64_t IntAt(const Json& obj, const char* key);
 std::string StringAt(const Json& obj, const char* key);
 // An "error" value's text: a string, else its "message", else its JSON.
 std::string ErrorText(const Json& error);
+// Whether an error object names a passing condition worth a retry in its
+// "type" or "code": overloaded_error, api_error, rate_limit_error, server_error,
+// timeout_error.
+bool IsTransientError(const Json& error);
 // The "arguments" of an OpenAI function call: a JSON string as sent, or an
 // object some compatible servers send instead.
 std::string ArgumentsText(const Json& holder);

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
-#include <thread>
 
 #include "compactor/provider_api.h"
 #include "compactor/providers.h"
@@ -15,21 +14,6 @@ namespace compactor {
 namespace {
 
 using std::chrono::milliseconds;
-
-class RealClock : public RetryClock {
- public:
-  std::chrono::system_clock::time_point Now() override { return std::chrono::system_clock::now(); }
-  bool SleepFor(milliseconds duration, const std::function<bool()>& cancelled) override {
-    auto end = std::chrono::steady_clock::now() + duration;
-    while (true) {
-      if (cancelled && cancelled()) return false;
-      auto now = std::chrono::steady_clock::now();
-      if (now >= end) return true;
-      std::this_thread::sleep_for(
-          std::min<std::chrono::steady_clock::duration>(end - now, std::chrono::milliseconds(10)));
-    }
-  }
-};
 
 // Streamed bytes kept for error reporting and the non-SSE fallback.
 constexpr size_t kMaxRawBody = 8 << 20;
@@ -96,11 +80,6 @@ constexpr std::string_view kOmittedMarker =
 
 }  // namespace
 
-std::shared_ptr<RetryClock> RealRetryClock() {
-  static std::shared_ptr<RetryClock> clock = std::make_shared<RealClock>();
-  return clock;
-}
-
 void WindowMemory::RecordOverflow(const std::string& model, int64_t failed_tokens) {
   int64_t learned = LearnedWindowFromOverflow(failed_tokens);
   if (learned <= 0) return;
@@ -123,12 +102,7 @@ bool CallOptions::Cancelled() const {
 
 Result<std::string> ReadApiKey(const ModelConfig& model, const CallOptions& options) {
   if (model.api_key_env.empty()) return std::string();
-  std::optional<std::string> value;
-  if (options.get_env) {
-    value = options.get_env(model.api_key_env);
-  } else if (const char* v = std::getenv(model.api_key_env.c_str())) {
-    value = std::string(v);
-  }
+  std::optional<std::string> value = EnvOrDefault(options.env)->GetEnvVar(model.api_key_env);
   if (!value || value->empty()) {
     return Status::FailedPrecondition(Prefix(model) + "environment variable " + model.api_key_env +
                                       " is not set (it must hold the API key)");
@@ -141,7 +115,7 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
   CallOutcome out;
   std::shared_ptr<HttpTransport> transport =
       options.transport ? options.transport : NewCurlTransport();
-  std::shared_ptr<RetryClock> clock = options.clock ? options.clock : RealRetryClock();
+  Env* env = EnvOrDefault(options.env);
   std::function<bool()> cancelled = [&options] { return options.Cancelled(); };
 
   // The key is read now, used for this call only, and never stored.
@@ -235,7 +209,8 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
       ProviderError e = api.ReadError(sent->status, RedactSecret(sent->body, key));
       const std::string& desc = e.message;
       failure.http_status = sent->status;
-      failure.retry_after = ParseRetryAfter(sent->headers, clock->Now());
+      failure.retry_after = ParseRetryAfter(
+          sent->headers, std::chrono::system_clock::time_point(milliseconds(env->NowMs())));
       if (e.overflow.overflow || e.overflow.payload) failure.overflow = e.overflow;
       failure.auth = e.auth;
       failure.retryable = e.retryable;
@@ -255,7 +230,7 @@ CallOutcome CallModel(const ModelConfig& model, const LlmRequest& request,
                               std::to_string(wait.count() / 1000) + " s exceeds the wait limit)");
       return out;
     }
-    if (!clock->SleepFor(wait, cancelled)) {
+    if (!env->SleepMs(wait.count(), cancelled)) {
       out.result = Status::Cancelled(Prefix(model) + "request cancelled");
       out.failure = {};
       return out;

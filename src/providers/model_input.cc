@@ -333,9 +333,8 @@ CompactionHooks::Compacting RemoteCompactionHook(RemoteCompactionOptions options
     auto response = transport->Send(*http);
     if (!response.ok()) return fail(response.status());
     if (response->status < 200 || response->status >= 300) {
-      return fail(Status::Unavailable(
-          "remote compaction: " +
-          RedactSecret(DescribeHttpFailure(response->status, response->body), key)));
+      return fail(Status::Unavailable("remote compaction: " +
+                                      DescribeHttpFailure(response->status, response->body, key)));
     }
     auto parsed = ParseResponsesCompactResponse(response->body, o.provider);
     if (!parsed.ok()) return fail(parsed.status());

@@ -137,6 +137,7 @@ Result<LlmResponse> Parse(const ModelConfig& model, const Json& doc) {
   if (auto e = doc.find("error"); e != doc.end() && !e->is_null()) {
     r.stop_reason = "error";
     r.error_message = ErrorText(*e);
+    r.transient = IsTransientError(*e);
     return r;
   }
   auto output = doc.find("output");

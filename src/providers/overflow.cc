@@ -1,4 +1,5 @@
-// Context-overflow classification (overflow-detection.md §2-§8). The patterns
+// Context-overflow classification: pi's and oh-my-pi's isContextOverflow rules
+// in one ordered classifier (docs/providers.md). The patterns
 // are JavaScript /.../i expressions ported to PCRE2 with PCRE2_CASELESS; they
 // use no lookbehind and no Unicode classes, so byte-mode matching (no
 // PCRE2_UTF) is equivalent and also accepts invalid UTF-8 in error bodies.
@@ -18,16 +19,18 @@ namespace {
 
 using PC = OverflowPatternClass;
 
-// One row per pattern of overflow-detection.md, union of all versions (§8.2).
+// One row per pattern, the union of pi 0.58.3/0.73.1's and oh-my-pi
+// 15.7.2/18.x's lists (and a few of ours), in classification order.
 const std::vector<OverflowPattern>& PatternTable() {
   static const std::vector<OverflowPattern> kTable = {
-      // §4 vetoes (pi 0.73.1), plus an HTTP 429 status at the start of the text.
+      // Vetoes (pi 0.73.1's non-overflow list), plus an HTTP 429 status at the
+      // start of the text and unformatted Bedrock throttling.
       {R"(^(Throttling error|Service unavailable):)", PC::kVeto, "AWS Bedrock non-overflow"},
       {R"(rate limit)", PC::kVeto, "generic rate limiting"},
       {R"(too many requests)", PC::kVeto, "generic HTTP 429"},
       {R"(^\s*429\b)", PC::kVeto, "HTTP 429 status prefix"},
       {R"(\bThrottlingException\b)", PC::kVeto, "AWS Bedrock throttling, unformatted"},
-      // §2 token evidence.
+      // Token evidence: the provider messages naming the context or tokens.
       {R"(prompt is too long)", PC::kToken, "Anthropic"},
       {R"(input is too long for requested model)", PC::kToken, "Amazon Bedrock"},
       {R"(exceeds the context window)", PC::kToken, "OpenAI Completions/Responses"},
@@ -58,9 +61,16 @@ const std::vector<OverflowPattern>& PatternTable() {
       {R"(prompt filled the context window)", PC::kToken, "Ollama OpenAI-compatible"},
       {R"(exceeds the limit of \d+ tokens?\b)", PC::kToken, "GitHub Copilot (token-qualified)"},
       {R"(chat history exceeds the \d+-message limit)", PC::kToken, "message-count cap"},
-      // §3 no-body rule, unanchored (omp form).
+      {R"(`?inputs`? tokens \+ `?max_new_tokens`? must be <= \d+)", PC::kToken,
+       "Hugging Face TGI (HTTP 422)"},
+      {R"(`?inputs`? must have less than \d+ tokens)", PC::kToken, "Hugging Face TGI"},
+      {R"(decoder prompt \(length \d+\) is longer than the maximum model length)", PC::kToken,
+       "vLLM"},
+      // Cerebras/Mistral's empty 400/413, unanchored (oh-my-pi's form: proxies
+      // wrap it in a JSON envelope).
       {R"(\b4(?:00|13)\s*(?:status code)?\s*\(no body\))", PC::kNoBody, "Cerebras / Mistral"},
-      // §2 payload rows and §6 payload-rejection patterns.
+      // Byte-size (payload) rejections, which oh-my-pi 18.x separates from
+      // token overflow: compaction cannot help them.
       {R"(request_too_large)", PC::kPayload, "Anthropic HTTP 413"},
       {R"(request exceeds the maximum size)", PC::kPayload, "Anthropic 413 variant"},
       {R"(payload too large)", PC::kPayload, "generic HTTP 413"},
@@ -72,7 +82,7 @@ const std::vector<OverflowPattern>& PatternTable() {
        PC::kPayload, "413 naming a size limit"},
       {R"((?:payload|entity) too large)", PC::kPayload, "generic 413"},
       {R"(request exceeds the maximum (?:size|number of bytes))", PC::kPayload, "generic 413"},
-      // §2 row 9: overflow, but not token evidence.
+      // Copilot's limit without the word "tokens": overflow, but not token evidence.
       {R"(exceeds the limit of \d+)", PC::kGeneric, "GitHub Copilot"},
   };
   return kTable;
@@ -143,7 +153,8 @@ OverflowVerdict ClassifyErrorText(const OverflowInput& in) {
     return Verdict(true, false, OverflowReason::kTokenPattern, row);
   }
   if (const auto* row = FirstMatch(text, PC::kNoBody)) {
-    // A bare 413 may be a byte-size rejection as well (dual-flagged, §6).
+    // A bare 413 may be a byte-size rejection as well (dual-flagged, as oh-my-pi
+    // 18.x does; the caller arbitrates with its headroom).
     bool is_413 = FirstMatch(text, PC::kPayload) != nullptr || in.http_status == 413;
     return Verdict(true, is_413, OverflowReason::kNoBody, row);
   }
@@ -196,7 +207,7 @@ OverflowVerdict ClassifyOverflow(const OverflowInput& input, int64_t context_win
   bool is_error = stop == "error" || (stop.empty() && !input.error_message.empty());
   if (is_error) return ClassifyErrorText(input);
   if (context_window > 0 && (stop == "stop" || stop == "length" || stop == "toolUse")) {
-    // Cache writes are input too (overflow-detection.md §5, ours).
+    // Cache writes are input too (oh-my-pi's sum; pi leaves them out).
     double used = input.input + input.cache_read + input.cache_write;
     if (used > static_cast<double>(context_window)) {
       return Verdict(true, false, OverflowReason::kUsageOverWindow, nullptr);

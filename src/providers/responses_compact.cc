@@ -1,7 +1,7 @@
 // OpenAI native compaction: POST <base>/responses/compact and the filtering of
-// its output into preserveData.openaiRemoteCompaction (compaction-algorithms.md
-// B9). The text summary is still produced locally; this only adds the opaque
-// replacement history that a Responses model can replay.
+// its output into preserveData.openaiRemoteCompaction (as oh-my-pi 15.7.2 does;
+// docs/model-input.md). The text summary is still produced locally; this only
+// adds the opaque replacement history that a Responses model can replay.
 #include <nlohmann/json.hpp>
 
 #include "compactor/estimate.h"
@@ -14,9 +14,17 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // Text wrappers agents inject as user messages; they are context, not history.
+// Both spellings of the environment block: oh-my-pi filters the hyphenated
+// one, Codex CLI sends `<environment_context>`.
 constexpr std::string_view kContextWrappers[] = {
-    "<system-reminder>",    "# AGENTS.md instructions", "<environment-context>",   "<skill>",
-    "<user-shell-command>", "<turn-aborted>",           "<subagent-notification>",
+    "<system-reminder>",
+    "# AGENTS.md instructions",
+    "<environment-context>",
+    "<environment_context>",
+    "<skill>",
+    "<user-shell-command>",
+    "<turn-aborted>",
+    "<subagent-notification>",
 };
 
 bool IsContextWrapper(std::string_view text) {

@@ -1,4 +1,4 @@
-// oh-my-pi 15.7.2's pruneToolOutputs (compaction-algorithms.md B3), with the
+// oh-my-pi 15.7.2's pruneToolOutputs (docs/strategies.md), with the
 // token count pluggable so the same code gives pi-estimate and o200k numbers.
 #include "compactor/prune.h"
 

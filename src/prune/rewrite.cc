@@ -1,25 +1,17 @@
 // Rewriting tool results in place: the planned messages get a new content and
 // "prunedAt"; every other byte of the file is kept.
-#include <sys/stat.h>
-
-#include <chrono>
 #include <string>
 #include <unordered_map>
 
 #include "compactor/js_json.h"
 #include "compactor/prune.h"
+#include "compactor/writer.h"
 #include "util/file.h"
 #include "util/json_scan.h"
 #include "util/utf8.h"
 
 namespace compactor {
 namespace {
-
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The message with content [{"type":"text","text":replacement}] at the
 // content's position and "prunedAt" appended, as oh-my-pi's in-place
@@ -49,7 +41,7 @@ std::string_view TrimRight(std::string_view s) {
 
 Result<std::string> ApplyRewrite(const Session& session, const RewritePlan& plan,
                                  const ApplyOptions& options) {
-  const int64_t now = options.now_ms ? options.now_ms() : SystemNowMs();
+  const int64_t now = EnvOrDefault(options.env)->NowMs();
   std::unordered_map<size_t, const ReplacedOutput*> by_entry;
   for (const ReplacedOutput& r : plan.outputs) {
     if (r.entry_index >= session.size())
@@ -121,26 +113,41 @@ Result<WriteRewrittenResult> WriteRewrittenSession(const Session& session, const
                                                    const WriteRewrittenOptions& options) {
   WriteRewrittenResult result;
   if (plan.outputs.empty()) return result;
-  COMPACTOR_ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(path));
-  const size_t size_read = bytes.size();
+  Env* env = EnvOrDefault(options.env);
   ApplyOptions apply;
-  apply.now_ms = options.now_ms;
-  apply.original_text = std::string_view(bytes.data(), bytes.size());
-  COMPACTOR_ASSIGN_OR_RETURN(std::string text, ApplyRewrite(session, plan, apply));
-  // An agent appending while we worked would lose its entry to the rename.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || static_cast<size_t>(st.st_size) != size_read)
-    return Status::FailedPrecondition(path +
-                                      ": the file changed while it was rewritten; nothing written");
-  if (options.output_path.empty() || options.output_path == path) {
-    COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(path, text, options.rewrite));
+  apply.env = env;
+  auto rebuild = [&](std::string_view bytes) -> Result<std::string> {
+    apply.original_text = bytes;
+    return ApplyRewrite(session, plan, apply);
+  };
+  bool in_place = options.output_path.empty() || options.output_path == path;
+  if (!in_place) {
+    // -o naming the session itself under another name (a link) is in place too.
+    Result<FileInfo> out = env->Stat(options.output_path);
+    Result<FileInfo> in = env->Stat(path);
+    in_place = out.ok() && in.ok() && out->identity.inode == in->identity.inode &&
+               out->identity.device == in->identity.device;
+  }
+  if (in_place) {
+    SessionRewriteOptions rewrite;
+    rewrite.keep_backup = options.rewrite.keep_backup;
+    rewrite.backup_suffix = options.rewrite.backup_suffix;
+    rewrite.lock_timeout_ms = options.lock_timeout_ms;
+    rewrite.grace_ms = options.grace_ms;
+    rewrite.env = env;
+    COMPACTOR_ASSIGN_OR_RETURN(SessionRewriteResult done,
+                               RewriteSessionFile(path, rebuild, rewrite));
     result.output_path = path;
     if (options.rewrite.keep_backup) result.backup_path = path + options.rewrite.backup_suffix;
-  } else {
-    COMPACTOR_RETURN_IF_ERROR(
-        WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak"}));
-    result.output_path = options.output_path;
+    result.carried_bytes = done.carried_before_rename + done.carried_after_rename;
+    return result;
   }
+  COMPACTOR_ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(env, path));
+  COMPACTOR_ASSIGN_OR_RETURN(std::string text,
+                             rebuild(std::string_view(bytes.data(), bytes.size())));
+  COMPACTOR_RETURN_IF_ERROR(
+      WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak", env}));
+  result.output_path = options.output_path;
   return result;
 }
 

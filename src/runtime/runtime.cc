@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <set>
 #include <utility>
@@ -14,20 +13,12 @@
 #include "compactor/overflow.h"
 #include "compactor/policy.h"
 #include "compactor/prune.h"
+#include "compactor/strategy.h"
 #include "compactor/writer.h"
 
 namespace compactor {
 
 namespace {
-
-class RealClock : public Clock {
- public:
-  int64_t NowMs() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
-};
 
 // Our own wording (omp's auto-continue is a developer message; a user message
 // is what every provider accepts).
@@ -42,12 +33,22 @@ struct Held {
   bool queued_user = false;  // QueueUserMessage (reported as delivered) vs AppendMessage
 };
 
-}  // namespace
-
-std::shared_ptr<const Clock> SystemClock() {
-  static const std::shared_ptr<const Clock> clock = std::make_shared<RealClock>();
-  return clock;
+// The fields of an assistant message the overflow rules read.
+OverflowInput OverflowFacts(const Message& msg, const TurnOutcome& outcome) {
+  OverflowInput in;
+  in.stop_reason = msg.stop_reason;
+  in.error_message = msg.error_message;
+  if (msg.usage) {
+    in.input = msg.usage->input;
+    in.output = msg.usage->output;
+    in.cache_read = msg.usage->cache_read;
+    in.cache_write = msg.usage->cache_write;
+  }
+  in.http_status = outcome.http_status;
+  return in;
 }
+
+}  // namespace
 
 std::string_view CompactionReasonName(CompactionReason reason) {
   switch (reason) {
@@ -67,7 +68,7 @@ std::string_view CompactionReasonName(CompactionReason reason) {
 
 struct Runtime::State {
   RuntimeOptions o;
-  std::shared_ptr<const Clock> clock;
+  Env* env = nullptr;  // never null once opened
 
   mutable std::mutex mu;
   std::string path;
@@ -141,7 +142,9 @@ struct Runtime::State {
 
   Result<std::shared_ptr<Session>> Load() {
     if (dirty || !session) {
-      COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, Session::Open(path));
+      LoadOptions load;
+      load.env = env;
+      COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, Session::Open(path, load));
       session = std::move(fresh);
       new_ids.clear();
       dirty = false;
@@ -153,7 +156,7 @@ struct Runtime::State {
     COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
     ContextOptions co;
     if (!leaf.empty()) co.leaf_id = leaf;
-    co.expand_compactions = true;
+    co.expander = StrategyExpander();
     COMPACTOR_ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(*sess, co));
     return EstimateCurrentContextTokens(*sess, ctx, o.counter).tokens;
   }
@@ -167,7 +170,7 @@ struct Runtime::State {
     }
     ContextOptions co;
     if (!leaf.empty()) co.leaf_id = leaf;
-    co.expand_compactions = true;
+    co.expander = StrategyExpander();
     auto ctx = BuildSessionContext(**sess, co);
     if (!ctx.ok()) {
       Warn("rebuilding the context: " + ctx.status().message());
@@ -187,7 +190,7 @@ struct Runtime::State {
   }
 
   Status WriteEntryLine(const std::string& id, const std::string& line) {
-    COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {line}));
+    COMPACTOR_RETURN_IF_ERROR(AppendLines(path, {line}, AppendOptions{.env = env}));
     leaf = id;
     new_ids.push_back(id);
     dirty = true;
@@ -198,7 +201,7 @@ struct Runtime::State {
     COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
     // The cached session may predate our latest writes; their ids are passed
     // separately so no reload is needed per append.
-    return NewEntryId(*sess, new_ids);
+    return NewEntryId(*sess, new_ids, env);
   }
 
   // Writes one message entry as a child of the leaf.
@@ -206,7 +209,7 @@ struct Runtime::State {
     COMPACTOR_ASSIGN_OR_RETURN(std::string canonical, JsCanonicalJson(message_json));
     COMPACTOR_ASSIGN_OR_RETURN(Message m, ParseMessage(canonical));
     COMPACTOR_ASSIGN_OR_RETURN(std::string id, NewId());
-    std::string line = MakeMessageEntry({id, leaf, FormatIsoTimestamp(clock->NowMs())}, canonical);
+    std::string line = MakeMessageEntry({id, leaf, FormatIsoTimestamp(env->NowMs())}, canonical);
     COMPACTOR_RETURN_IF_ERROR(WriteEntryLine(id, line));
     TrackToolCalls(m);
     if (parsed) *parsed = std::move(m);
@@ -285,7 +288,7 @@ struct Runtime::State {
       AppendJsString(line, leaf);
     }
     line += ",\"timestamp\":";
-    AppendJsString(line, FormatIsoTimestamp(clock->NowMs()));
+    AppendJsString(line, FormatIsoTimestamp(env->NowMs()));
     line += ",\"provider\":";
     AppendJsString(line, target.provider);
     line += ",\"modelId\":";
@@ -320,7 +323,7 @@ struct Runtime::State {
     e.tokens_before = tokens_before;
     Emit(e);
     WriteRewrittenOptions w;
-    w.now_ms = [c = clock] { return c->NowMs(); };
+    w.env = env;
     auto written = WriteRewrittenSession(*sess, path, plan, w);
     e.kind = RuntimeEvent::Kind::kCompactionEnd;
     if (!written.ok()) {
@@ -353,31 +356,35 @@ struct Runtime::State {
     idle_armed = false;
     CompactOptions co;
     co.settings = settings;
-    std::string strategy_name = settings.strategy == "off" ? "summary" : settings.strategy;
-    auto strategy = ParseStrategy(strategy_name);
-    if (!strategy.ok()) {
-      compacting = false;
-      return strategy.status();
+    const CompactionStrategy* strategy = &DefaultStrategy();
+    if (settings.strategy != "off") {
+      auto named = ParseStrategy(settings.strategy);
+      if (!named.ok()) {
+        compacting = false;
+        return named.status();
+      }
+      strategy = *named;
     }
-    // A handoff would resend the overflowing input (omp B5): overflow and
-    // incomplete recovery always summarize.
-    if (*strategy == Strategy::kHandoff &&
+    // A strategy that starts a new session (handoff) would resend the
+    // overflowing input (oh-my-pi's rule): overflow and incomplete recovery always use
+    // the default strategy.
+    if (strategy->output() == CompactionOutput::kNewSession &&
         (reason == CompactionReason::kOverflow || reason == CompactionReason::kIncomplete))
-      *strategy = Strategy::kSummary;
-    co.strategy = *strategy;
+      strategy = &DefaultStrategy();
+    co.strategy = strategy;
     co.summarizer = o.summarizer;
     co.instructions = std::move(instructions);
     if (!leaf.empty()) co.leaf_id = leaf;
     co.hooks = o.hooks;
     co.notes_path = o.notes_path;
-    co.now_ms = [c = clock] { return c->NowMs(); };
+    co.env = env;
     const std::string file = path;
 
     RuntimeEvent ev;
     ev.kind = RuntimeEvent::Kind::kCompactionStart;
     ev.reason = reason;
-    ev.action = *strategy == Strategy::kHandoff ? "handoff" : "compact";
-    ev.strategy = std::string(StrategyName(*strategy));
+    ev.action = strategy->output() == CompactionOutput::kNewSession ? "handoff" : "compact";
+    ev.strategy = std::string(strategy->name());
     ev.tokens_before = tokens_before;
     ev.will_retry = will_retry;
     Emit(ev);
@@ -395,7 +402,8 @@ struct Runtime::State {
     } else {
       out.result = *r;
       if (r->compacted) {
-        if (r->strategy == Strategy::kHandoff && !r->output_path.empty()) path = r->output_path;
+        if (r->output == CompactionOutput::kNewSession && !r->output_path.empty())
+          path = r->output_path;
         dirty = true;
         auto sess = Load();
         if (sess.ok()) {
@@ -500,6 +508,145 @@ struct Runtime::State {
     action.delivered = std::move(c->delivered);
     return action;
   }
+  // After an overflow or a truncated (length) response, which is dropped
+  // (never written), so the retried request does not contain it and no
+  // compaction sees it: compacts or promotes the model and asks for a retry,
+  // or gives up.
+  Result<RuntimeAction> RecoverDroppedTurn(std::unique_lock<std::mutex>& lk,
+                                           const TurnOutcome& outcome, const CompactionSettings& s,
+                                           bool overflow) {
+    const CompactionReason reason =
+        overflow ? CompactionReason::kOverflow : CompactionReason::kIncomplete;
+    int& count = overflow ? overflow_count : incomplete_count;
+    const int cap = overflow ? o.max_overflow_compactions : o.max_incomplete_recoveries;
+    COMPACTOR_ASSIGN_OR_RETURN(double tokens, Measure());
+    if (count >= cap) {
+      count = 0;
+      return GiveUpRecovery(outcome, overflow, cap);
+    }
+    ++count;
+    RuntimeAction action;
+    bool need_compaction = overflow;
+    if (!overflow) {
+      // Compaction cannot raise an output cap: compact only when the context
+      // is over the threshold too, otherwise just retry (omp #8277).
+      auto d = ShouldCompact(tokens, s.context_window, s);
+      need_compaction = d.ok() && d->compact;
+    }
+    if (!need_compaction) {
+      action.kind = RuntimeAction::Kind::kRetryTurn;
+      return action;
+    }
+    if (o.promote_on_overflow) {
+      if (auto target = PromotionTarget()) {
+        COMPACTOR_ASSIGN_OR_RETURN(ModelInfo m, Promote(*target, reason, tokens));
+        action.kind = RuntimeAction::Kind::kSwitchModel;
+        action.retry = true;
+        action.model = m;
+        return action;
+      }
+    }
+    action.kind = RuntimeAction::Kind::kGiveUp;
+    if (!AutoEnabled(s)) {
+      action.error = overflow ? "Context overflow and automatic compaction is disabled."
+                              : "Incomplete response over the threshold and automatic "
+                                "compaction is disabled.";
+      return action;
+    }
+    const std::string prefix =
+        overflow ? "Context overflow recovery failed: " : "Incomplete response recovery failed: ";
+    if (!HasNewContent()) {
+      action.error = prefix +
+                     "nothing was added since the last compaction, so compacting again cannot "
+                     "shrink the request.";
+      return action;
+    }
+    auto c = Compact(lk, reason, s, "", true, tokens);
+    if (!c.ok()) {
+      action.error = prefix + c.status().message();
+    } else if (!c->result.compacted) {
+      action.error = prefix + c->result.skipped_reason;
+    } else {
+      action.kind = RuntimeAction::Kind::kRetryTurn;
+      action.delivered = std::move(c->delivered);
+    }
+    return action;
+  }
+
+  // The recovery cap is reached: no more compact-and-retry.
+  Result<RuntimeAction> GiveUpRecovery(const TurnOutcome& outcome, bool overflow, int cap) {
+    RuntimeAction action;
+    action.kind = RuntimeAction::Kind::kGiveUp;
+    if (overflow) {
+      action.error = fmt::format(
+          "Context overflow recovery failed after {} compact-and-retry attempts. Try reducing "
+          "context or switching to a larger-context model.",
+          cap);
+    } else {
+      // Keep what the model wrote: the user may still use it.
+      COMPACTOR_RETURN_IF_ERROR(WriteMessage(outcome.assistant_json, nullptr).status());
+      action.error = fmt::format(
+          "The response hit the output limit {} times in a row; giving up on recovery.", cap + 1);
+    }
+    return action;
+  }
+
+  // Every response but an overflow or a truncated one is written; then a
+  // deferred manual or a threshold compaction, held messages, auto-continue.
+  Result<RuntimeAction> KeepTurn(std::unique_lock<std::mutex>& lk, const TurnOutcome& outcome,
+                                 const Message& msg) {
+    RuntimeAction action;
+    COMPACTOR_RETURN_IF_ERROR(WriteMessage(outcome.assistant_json, nullptr).status());
+    if (msg.stop_reason != "error") {
+      overflow_count = 0;
+      incomplete_count = 0;
+    }
+    const bool ends_run = msg.stop_reason != "toolUse";
+    if (ends_run) idle_armed = o.idle_after_ms > 0;
+    if (msg.stop_reason == "aborted") {
+      COMPACTOR_ASSIGN_OR_RETURN(action.delivered, FlushHeld());
+      if (!action.delivered.empty()) action.kind = RuntimeAction::Kind::kContinue;
+      return action;
+    }
+
+    bool compacted = false;
+    if (deferred_manual) {
+      std::string instructions = std::move(*deferred_manual);
+      deferred_manual.reset();
+      auto c = Manual(lk, std::move(instructions));
+      if (c.ok()) {
+        action.delivered = std::move(c->delivered);
+      }  // a failure is reported by the end event
+    } else {
+      COMPACTOR_ASSIGN_OR_RETURN(action, Threshold(lk, &compacted));
+    }
+    COMPACTOR_ASSIGN_OR_RETURN(std::vector<std::string> more, FlushHeld());
+    for (auto& m : more) action.delivered.push_back(std::move(m));
+
+    if (action.kind == RuntimeAction::Kind::kNone && ends_run && !action.delivered.empty()) {
+      action.kind = RuntimeAction::Kind::kContinue;  // the queued messages await an answer
+    } else if (action.kind == RuntimeAction::Kind::kNone && compacted &&
+               msg.stop_reason == "stop" && action.delivered.empty() && MayAutoContinue()) {
+      COMPACTOR_ASSIGN_OR_RETURN(action.continue_prompt, WriteAutoContinuePrompt());
+      action.kind = RuntimeAction::Kind::kContinue;
+    }
+    return action;
+  }
+
+  bool MayAutoContinue() const {
+    return o.auto_continue && auto_continues < o.max_auto_continues &&
+           (!o.has_open_work || o.has_open_work());
+  }
+
+  // Writes the user message that resumes the work after a compaction.
+  Result<std::string> WriteAutoContinuePrompt() {
+    std::string prompt = "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":";
+    AppendJsString(prompt, kAutoContinueText);
+    prompt += "}],\"timestamp\":" + std::to_string(env->NowMs()) + "}";
+    COMPACTOR_RETURN_IF_ERROR(WriteMessage(prompt, nullptr).status());
+    ++auto_continues;
+    return prompt;
+  }
 };
 
 Runtime::Runtime(std::unique_ptr<State> state) : s_(std::move(state)) {}
@@ -513,7 +660,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Open(RuntimeOptions options) {
   if (options.abort_on_manual_during_turn && !options.abort_turn)
     return Status::InvalidArgument("runtime: abort_on_manual_during_turn needs abort_turn");
   auto st = std::make_unique<State>();
-  st->clock = options.clock ? options.clock : SystemClock();
+  st->env = EnvOrDefault(options.env);
   st->path = options.session_path;
   st->o = std::move(options);
   COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, st->Load());
@@ -535,7 +682,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Open(RuntimeOptions options) {
       if (m.ok()) st->TrackToolCalls(*m);
     }
   }
-  st->last_activity_ms = st->clock->NowMs();
+  st->last_activity_ms = st->env->NowMs();
   return std::unique_ptr<Runtime>(new Runtime(std::move(st)));
 }
 
@@ -550,7 +697,7 @@ Result<std::string> Runtime::AppendMessage(std::string_view message_json) {
   Message m;
   COMPACTOR_ASSIGN_OR_RETURN(std::string id, s_->WriteMessage(message_json, &m));
   if (m.role == Role::kUser) s_->auto_continues = 0;
-  s_->last_activity_ms = s_->clock->NowMs();
+  s_->last_activity_ms = s_->env->NowMs();
   s_->Drain(lk);
   return id;
 }
@@ -583,15 +730,14 @@ Status Runtime::BeginTurn() {
 Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
   std::unique_lock lk(s_->mu);
   State& st = *s_;
-  RuntimeAction action;
   if (st.discard_turn) {
     // CompactNow aborted this turn: its response was built on the old context.
     st.discard_turn = false;
-    return action;
+    return RuntimeAction{};
   }
   if (!st.in_turn) return Status::FailedPrecondition("AfterTurn without BeginTurn");
   st.in_turn = false;
-  st.last_activity_ms = st.clock->NowMs();
+  st.last_activity_ms = st.env->NowMs();
   auto parsed = ParseMessage(outcome.assistant_json);
   if (!parsed.ok()) return Status::InvalidArgument("AfterTurn: " + parsed.status().message());
   const Message& msg = *parsed;
@@ -601,145 +747,16 @@ Result<RuntimeAction> Runtime::AfterTurn(const TurnOutcome& outcome) {
   CompactionSettings s = st.Settings();
   // Usage rules only apply to the model whose window we know.
   bool same_model = msg.model.empty() || msg.model == st.o.model.id;
-  int64_t window = same_model ? s.context_window : 0;
-  OverflowInput in;
-  in.stop_reason = msg.stop_reason;
-  in.error_message = msg.error_message;
-  if (msg.usage) {
-    in.input = msg.usage->input;
-    in.output = msg.usage->output;
-    in.cache_read = msg.usage->cache_read;
-    in.cache_write = msg.usage->cache_write;
-  }
-  in.http_status = outcome.http_status;
-  const bool overflow = IsContextOverflow(in, window);
-
-  auto finish = [&](RuntimeAction a) -> Result<RuntimeAction> {
-    st.Drain(lk);
-    return a;
-  };
-
-  // Overflow and incomplete output: the response is dropped (never written),
-  // so the retried request does not contain it and no compaction sees it.
+  const bool overflow =
+      IsContextOverflow(OverflowFacts(msg, outcome), same_model ? s.context_window : 0);
+  RuntimeAction action;
   if (overflow || msg.stop_reason == "length") {
-    const CompactionReason reason =
-        overflow ? CompactionReason::kOverflow : CompactionReason::kIncomplete;
-    int& count = overflow ? st.overflow_count : st.incomplete_count;
-    const int cap = overflow ? st.o.max_overflow_compactions : st.o.max_incomplete_recoveries;
-    COMPACTOR_ASSIGN_OR_RETURN(double tokens, st.Measure());
-    if (count >= cap) {
-      count = 0;
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      if (overflow) {
-        action.error = fmt::format(
-            "Context overflow recovery failed after {} compact-and-retry attempts. Try reducing "
-            "context or switching to a larger-context model.",
-            cap);
-      } else {
-        // Keep what the model wrote: the user may still use it.
-        COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(outcome.assistant_json, nullptr).status());
-        action.error = fmt::format(
-            "The response hit the output limit {} times in a row; giving up on recovery.", cap + 1);
-      }
-      return finish(std::move(action));
-    }
-    ++count;
-    bool need_compaction = overflow;
-    if (!overflow) {
-      // Compaction cannot raise an output cap: compact only when the context
-      // is over the threshold too, otherwise just retry (omp #8277).
-      auto d = ShouldCompact(tokens, s.context_window, s);
-      need_compaction = d.ok() && d->compact;
-    }
-    if (!need_compaction) {
-      action.kind = RuntimeAction::Kind::kRetryTurn;
-      return finish(std::move(action));
-    }
-    if (st.o.promote_on_overflow) {
-      if (auto target = st.PromotionTarget()) {
-        COMPACTOR_ASSIGN_OR_RETURN(ModelInfo m, st.Promote(*target, reason, tokens));
-        action.kind = RuntimeAction::Kind::kSwitchModel;
-        action.retry = true;
-        action.model = m;
-        return finish(std::move(action));
-      }
-    }
-    if (!State::AutoEnabled(s)) {
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      action.error = overflow ? "Context overflow and automatic compaction is disabled."
-                              : "Incomplete response over the threshold and automatic "
-                                "compaction is disabled.";
-      return finish(std::move(action));
-    }
-    if (!st.HasNewContent()) {
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      action.error = std::string(overflow ? "Context overflow recovery failed: "
-                                          : "Incomplete response recovery failed: ") +
-                     "nothing was added since the last compaction, so compacting again cannot "
-                     "shrink the request.";
-      return finish(std::move(action));
-    }
-    auto c = st.Compact(lk, reason, s, "", true, tokens);
-    std::string prefix =
-        overflow ? "Context overflow recovery failed: " : "Incomplete response recovery failed: ";
-    if (!c.ok()) {
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      action.error = prefix + c.status().message();
-      return finish(std::move(action));
-    }
-    if (!c->result.compacted) {
-      action.kind = RuntimeAction::Kind::kGiveUp;
-      action.error = prefix + c->result.skipped_reason;
-      return finish(std::move(action));
-    }
-    action.kind = RuntimeAction::Kind::kRetryTurn;
-    action.delivered = std::move(c->delivered);
-    return finish(std::move(action));
-  }
-
-  // Every other response is kept.
-  COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(outcome.assistant_json, nullptr).status());
-  if (msg.stop_reason != "error") {
-    st.overflow_count = 0;
-    st.incomplete_count = 0;
-  }
-  const bool ends_run = msg.stop_reason != "toolUse";
-  if (ends_run) st.idle_armed = st.o.idle_after_ms > 0;
-  if (msg.stop_reason == "aborted") {
-    COMPACTOR_ASSIGN_OR_RETURN(action.delivered, st.FlushHeld());
-    if (!action.delivered.empty()) action.kind = RuntimeAction::Kind::kContinue;
-    return finish(std::move(action));
-  }
-
-  bool compacted = false;
-  if (st.deferred_manual) {
-    std::string instructions = std::move(*st.deferred_manual);
-    st.deferred_manual.reset();
-    auto c = st.Manual(lk, std::move(instructions));
-    if (c.ok()) {
-      action.delivered = std::move(c->delivered);
-    }  // a failure is reported by the end event
+    COMPACTOR_ASSIGN_OR_RETURN(action, st.RecoverDroppedTurn(lk, outcome, s, overflow));
   } else {
-    COMPACTOR_ASSIGN_OR_RETURN(action, st.Threshold(lk, &compacted));
+    COMPACTOR_ASSIGN_OR_RETURN(action, st.KeepTurn(lk, outcome, msg));
   }
-  COMPACTOR_ASSIGN_OR_RETURN(std::vector<std::string> more, st.FlushHeld());
-  for (auto& m : more) action.delivered.push_back(std::move(m));
-
-  if (action.kind == RuntimeAction::Kind::kNone && ends_run && !action.delivered.empty()) {
-    action.kind = RuntimeAction::Kind::kContinue;  // the queued messages await an answer
-  } else if (action.kind == RuntimeAction::Kind::kNone && compacted && st.o.auto_continue &&
-             msg.stop_reason == "stop" && action.delivered.empty() &&
-             st.auto_continues < st.o.max_auto_continues &&
-             (!st.o.has_open_work || st.o.has_open_work())) {
-    std::string prompt = "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":";
-    AppendJsString(prompt, kAutoContinueText);
-    prompt += "}],\"timestamp\":" + std::to_string(st.clock->NowMs()) + "}";
-    COMPACTOR_RETURN_IF_ERROR(st.WriteMessage(prompt, nullptr).status());
-    ++st.auto_continues;
-    action.kind = RuntimeAction::Kind::kContinue;
-    action.continue_prompt = std::move(prompt);
-  }
-  return finish(std::move(action));
+  st.Drain(lk);
+  return action;
 }
 
 Result<ManualCompaction> Runtime::RequestCompaction(std::string instructions) {
@@ -784,7 +801,7 @@ Result<RuntimeAction> Runtime::Tick() {
   State& st = *s_;
   RuntimeAction action;
   if (!st.idle_armed || st.in_turn || st.compacting) return action;
-  if (st.clock->NowMs() - st.last_activity_ms < st.o.idle_after_ms) return action;
+  if (st.env->NowMs() - st.last_activity_ms < st.o.idle_after_ms) return action;
   st.idle_armed = false;  // once per quiet period
   CompactionSettings s = st.Settings();
   if (!State::AutoEnabled(s) || !st.HasNewContent()) {

@@ -1,13 +1,14 @@
 // ResolveServeDefaults: the "serve" section of the settings file, the
 // environment, and validation of every option (docs/serve.md, "Settings").
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
+#include <string>
+#include <vector>
 
-#include "compactor/compact.h"
+#include "compactor/env.h"
 #include "compactor/providers.h"
 #include "compactor/serve.h"
+#include "compactor/strategy.h"
 #include "serve/http_util.h"
 
 namespace compactor {
@@ -24,18 +25,13 @@ bool KnownApi(std::string_view api) {
   return false;
 }
 
-Result<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot read the settings file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-std::optional<std::string> GetEnv(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
+Result<std::string> ReadText(Env* env, const std::string& path) {
+  auto text = env->ReadFile(path);
+  if (!text.ok()) {
+    return Status::NotFound("cannot read the settings file " + path + ": " +
+                            text.status().message());
+  }
+  return std::move(*text);
 }
 
 class SectionReader {
@@ -125,7 +121,7 @@ class SectionReader {
 };
 
 Status ApplySettingsFile(ServeOptions* o, std::vector<std::string>* warnings, std::string* text) {
-  COMPACTOR_ASSIGN_OR_RETURN(*text, ReadText(o->settings_file));
+  COMPACTOR_ASSIGN_OR_RETURN(*text, ReadText(o->env, o->settings_file));
   Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
   if (j.is_discarded() || !j.is_object()) {
     return Status::InvalidArgument("settings file " + o->settings_file + ": not a JSON object");
@@ -176,13 +172,14 @@ Status ValidateUpstreams(ServeOptions* o) {
 }  // namespace
 
 Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings) {
+  if (o->env == nullptr) o->env = Env::Default();
   std::string settings_text;
   if (!o->settings_file.empty()) {
     COMPACTOR_RETURN_IF_ERROR(ApplySettingsFile(o, warnings, &settings_text));
   }
   COMPACTOR_ASSIGN_OR_RETURN(serve::ListenAddress listen, serve::ParseListen(o->listen));
   COMPACTOR_RETURN_IF_ERROR(ValidateUpstreams(o));
-  if (o->token.empty()) o->token = GetEnv("COMPACTOR_SERVE_TOKEN").value_or("");
+  if (o->token.empty()) o->token = o->env->GetEnvVar("COMPACTOR_SERVE_TOKEN").value_or("");
   if (!serve::IsLoopbackHost(listen.host) && o->token.empty()) {
     return Status::InvalidArgument("--listen " + o->listen +
                                    " is not a loopback address: set COMPACTOR_SERVE_TOKEN "
@@ -198,7 +195,7 @@ Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings)
     if (dir.empty()) return Status::InvalidArgument("--sessions needs a directory");
   }
   if (o->store.empty()) {
-    std::optional<std::string> home = GetEnv("HOME");
+    std::optional<std::string> home = o->env->GetEnvVar("HOME");
     if (!home || home->empty()) {
       return Status::InvalidArgument("HOME is not set: give the store directory (--store DIR)");
     }

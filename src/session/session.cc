@@ -10,44 +10,17 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "compactor/js_json.h"
-#include "tokens/estimate_internal.h"
+#include "session/message_observer.h"
 #include "util/file.h"
 #include "util/json_scan.h"
+#include "util/kernel.h"
 #include "util/utf8.h"
 
 namespace compactor {
-
-std::string_view EntryTypeName(EntryType type) {
-  switch (type) {
-    case EntryType::kMessage:
-      return "message";
-    case EntryType::kThinkingLevelChange:
-      return "thinking_level_change";
-    case EntryType::kModelChange:
-      return "model_change";
-    case EntryType::kCompaction:
-      return "compaction";
-    case EntryType::kBranchSummary:
-      return "branch_summary";
-    case EntryType::kCustom:
-      return "custom";
-    case EntryType::kCustomMessage:
-      return "custom_message";
-    case EntryType::kLabel:
-      return "label";
-    case EntryType::kSessionInfo:
-      return "session_info";
-    case EntryType::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
 
 namespace {
 
@@ -90,7 +63,9 @@ std::string LoadWarning::ToString() const {
   return file + ":" + std::to_string(line) + ": " + message;
 }
 
-struct Session::Impl {
+// The session's state, at namespace scope (Session::Impl is private) so that
+// the CPU kernels' copies of ParseChunk can be handed it (util/kernel.h).
+struct SessionState {
   std::string path;
   internal::FileBytes file;
   std::string owned;  // FromString contents (followed by padding)
@@ -201,6 +176,10 @@ struct Session::Impl {
   bool v1_ids = false;  // ids and parentIds were assigned by the v1 migration
   std::vector<LoadWarning> warnings;
   LoadOptions options;
+  // Chosen once per Load: the CPU kernel whose copy of ParseChunk runs, and
+  // options.message_observer compiled for that kernel (ForKernel).
+  const internal::KernelTable* kernel = nullptr;
+  const MessageObserver* observer = nullptr;
 
   // A string value (unescaped) kept in `st`. False, leaving `out` alone, for a
   // non-string.
@@ -244,7 +223,8 @@ struct Session::Impl {
     uint32_t lines = 0;
     bool have_header = false;
     bool failed = false;
-    uint32_t fail_line = 0;  // 0: the message names no line
+    bool out_of_memory = false;  // failed for want of memory, not for the input
+    uint32_t fail_line = 0;      // 0: the message names no line
     std::string fail_message;
     HeaderFields header_fields;
     Entry header_entry;
@@ -255,6 +235,8 @@ struct Session::Impl {
   void Migrate();
   void Index();
 };
+
+struct Session::Impl : SessionState {};
 
 namespace {
 
@@ -267,8 +249,8 @@ bool GetString(simdjson::ondemand::value v, std::string* out) {
 
 }  // namespace
 
-void Session::Impl::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span,
-                                Storage& st) {
+void SessionState::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Span* span,
+                               Storage& st) {
   e->estimate = m.tokens;
   e->tool_call_blocks = static_cast<int32_t>(std::min<int64_t>(m.tool_call_blocks, INT32_MAX));
   span->file_calls_known = m.file_calls_known;
@@ -285,7 +267,7 @@ void Session::Impl::KeepMeasure(const internal::MessageMeasure& m, Entry* e, Spa
   span->file_calls = st.Keep(packed);
 }
 
-bool Session::Impl::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
+bool SessionState::View(Storage& st, simdjson::ondemand::value v, std::string_view* out) {
   std::string_view unescaped;
   if (v.get_string().get(unescaped)) return false;
   *out = st.Keep(unescaped);
@@ -326,9 +308,9 @@ bool GetNumber(simdjson::ondemand::value v, double* out) {
 
 }  // namespace
 
-bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
-                              HeaderFields* hf, bool* is_header, std::string* error,
-                              simdjson::ondemand::parser& parser, Storage& st) {
+bool SessionState::ParseLine(std::string_view line, bool padded_ok, Entry* e, Span* span,
+                             HeaderFields* hf, bool* is_header, std::string* error,
+                             simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::padded_string_view view;
   if (padded_ok) {
     view = simdjson::padded_string_view(line.data(), line.size(),
@@ -345,8 +327,8 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   // that need the tolerant estimate; the entry is then read again without it
   // and its message measured on its own (MeasureStoredMessage).
   bool gave_up = false;
-  if (WalkEntry(view, line, options.estimate_messages, &gave_up, e, span, hf, is_header, error,
-                parser, st))
+  if (WalkEntry(view, line, observer != nullptr, &gave_up, e, span, hf, is_header, error, parser,
+                st))
     return true;
   if (!gave_up) return false;
   *e = Entry();
@@ -355,10 +337,10 @@ bool Session::Impl::ParseLine(std::string_view line, bool padded_ok, Entry* e, S
   return WalkEntry(view, line, false, &gave_up, e, span, hf, is_header, error, parser, st);
 }
 
-bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_view line,
-                              bool measure_inline, bool* gave_up, Entry* e, Span* span,
-                              HeaderFields* hf, bool* is_header, std::string* error,
-                              simdjson::ondemand::parser& parser, Storage& st) {
+bool SessionState::WalkEntry(simdjson::padded_string_view view, std::string_view line,
+                             bool measure_inline, bool* gave_up, Entry* e, Span* span,
+                             HeaderFields* hf, bool* is_header, std::string* error,
+                             simdjson::ondemand::parser& parser, Storage& st) {
   simdjson::ondemand::document doc;
   if (auto err = parser.iterate(view).get(doc)) {
     *error = simdjson::error_message(err);
@@ -444,9 +426,9 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
       if (measure_inline) {
         // The estimate's walk hands the other members to `member`; it reads
         // "role" itself.
-        const std::function<void(std::string_view, simdjson::ondemand::value)> other = member;
+        const internal::OtherField other = member;
         thread_local internal::MessageMeasure measure;
-        if (!internal::MeasureMessageObject(m, &measure, &other)) {
+        if (!observer->Measure(m, &measure, &other)) {
           *gave_up = true;
           return false;
         }
@@ -519,7 +501,7 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
     span->file_calls_known = false;
     span->file_calls = {};
   }
-  if (options.estimate_messages && !measure_inline && e->type == EntryType::kMessage &&
+  if (observer != nullptr && !measure_inline && e->type == EntryType::kMessage &&
       span->msg_len != 0) {
     // Second walk over the same structural index (no second parse): find the
     // message object recorded above (the last "message" key, as JSON.parse
@@ -537,7 +519,7 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
         if (v.raw_json_token().data() != msg_start) continue;
         simdjson::ondemand::object m;
         thread_local internal::MessageMeasure measure;
-        if (!v.get_object().get(m) && internal::MeasureMessageObject(m, &measure))
+        if (!v.get_object().get(m) && observer->Measure(m, &measure, nullptr))
           KeepMeasure(measure, e, span, st);
         break;
       }
@@ -550,7 +532,11 @@ bool Session::Impl::WalkEntry(simdjson::padded_string_view view, std::string_vie
   return true;
 }
 
-void Session::Impl::ParseChunk(Chunk& c) {
+void SessionState::ParseChunk(Chunk& c) {
+#ifndef COMPACTOR_KERNEL
+  // The copy of this function compiled for the active CPU kernel, if any.
+  if (auto* parse = kernel->session_parse_chunk) return parse(this, &c);
+#endif
   simdjson::ondemand::parser parser;
   Storage& st = *c.storage;
   // Reserve for short lines (real entries average over 1 KB): the index never
@@ -566,7 +552,7 @@ void Session::Impl::ParseChunk(Chunk& c) {
   size_t last_progress = c.begin;
   // Callers that measure messages will read them again (file operations,
   // usage): keep the pages then rather than fault them back in.
-  const bool release = size > kReleaseThreshold && !options.estimate_messages;
+  const bool release = size > kReleaseThreshold && observer == nullptr;
   auto warn = [&c](uint32_t line, std::string message) {
     c.warnings.emplace_back(line, std::move(message));
   };
@@ -607,7 +593,22 @@ void Session::Impl::ParseChunk(Chunk& c) {
         static_cast<size_t>(line.data() - data) + line.size() + simdjson::SIMDJSON_PADDING <=
             size ||
         !owned.empty();
+    if (internal::JsonNestingExceeds(line, internal::kMaxJsonNesting)) {
+      // Every walk over a value (estimates, canonical JSON, message parsing)
+      // may then recurse once per level: refuse the line before any does.
+      const std::string msg =
+          "JSON nested deeper than " + std::to_string(internal::kMaxJsonNesting) + " levels";
+      if (!have_header) return fail(line_no, "not a pi session file (" + msg + ")");
+      if (options.strict) return fail(line_no, msg);
+      warn(line_no, msg + "; line skipped");
+      continue;
+    }
     bool ok = ParseLine(line, padded_ok, &e, &span, &hf, &is_header, &error, parser, st);
+    if (!ok && error == simdjson::error_message(simdjson::MEMALLOC)) {
+      // The parser could not grow its buffers: the line may be fine.
+      c.out_of_memory = true;
+      return fail(line_no, "out of memory while reading this line");
+    }
     if (!ok && error.find("UTF-8") != std::string::npos) {
       // Node decodes invalid bytes as U+FFFD before JSON.parse; do the same.
       st.side.push_back(internal::ReplaceInvalidUtf8(line));
@@ -661,13 +662,17 @@ void Session::Impl::ParseChunk(Chunk& c) {
   c.lines = line_no;
 }
 
-Status Session::Impl::Load() {
+Status SessionState::Load() {
+  kernel = &internal::ActiveKernel();
+  observer =
+      options.message_observer != nullptr ? options.message_observer->ForKernel(*kernel) : nullptr;
   // Large files are indexed by two threads, each over about half of the
   // lines (split after a newline); results are joined in file order, so
   // entries, warnings and errors are those of a single pass.
   int threads = options.threads;
   if (threads <= 0) {
-    threads = size >= kParallelThreshold && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+    threads =
+        size >= kParallelThreshold && EnvOrDefault(options.env)->HardwareThreads() >= 2 ? 2 : 1;
   }
   std::vector<Chunk> chunks(1);
   chunks[0].first = true;
@@ -698,23 +703,29 @@ Status Session::Impl::Load() {
     auto run = [this, &chunks, &crashed](size_t k) {
       try {
         ParseChunk(chunks[k]);
+      } catch (const std::bad_alloc&) {
+        chunks[k].failed = true;
+        chunks[k].out_of_memory = true;
+        chunks[k].fail_message = "out of memory while reading";
       } catch (const std::exception& ex) {
         crashed[k] = ex.what();
       } catch (...) {
         crashed[k] = "unknown exception";
       }
     };
-    std::vector<std::thread> workers;
+    std::vector<std::unique_ptr<Thread>> workers;
     std::vector<size_t> here = {0};
     for (size_t k = 1; k < chunks.size(); ++k) {
-      try {
-        workers.emplace_back(run, k);
-      } catch (const std::system_error&) {
+      Result<std::unique_ptr<Thread>> t =
+          EnvOrDefault(options.env)->StartThread([&run, k] { run(k); });
+      if (t.ok()) {
+        workers.push_back(std::move(t).value());
+      } else {
         here.push_back(k);  // no thread to be had: read this range here
       }
     }
     for (size_t k : here) run(k);
-    for (std::thread& t : workers) t.join();
+    for (std::unique_ptr<Thread>& t : workers) t->Join();
     for (const std::string& why : crashed) {
       if (!why.empty()) return Status::Internal(path + ": indexing failed: " + why);
     }
@@ -745,6 +756,13 @@ Status Session::Impl::Load() {
   for (size_t k = 0; k < chunks.size(); ++k) {
     Chunk& c = chunks[k];
     for (auto& [line, message] : c.warnings) Warn(base + line, std::move(message));
+    if (c.failed && c.out_of_memory) {
+      // Never a data error: the caller must not take the file for damaged.
+      return Status::ResourceExhausted(c.fail_line == 0
+                                           ? path + ": " + c.fail_message
+                                           : path + ":" + std::to_string(base + c.fail_line) +
+                                                 ": " + c.fail_message);
+    }
     if (c.failed) {
       if (c.fail_line == 0) return Status::Corruption(path + ": " + c.fail_message);
       return Status::Corruption(path + ":" + std::to_string(base + c.fail_line) + ": " +
@@ -776,13 +794,13 @@ Status Session::Impl::Load() {
     std::vector<Entry>().swap(c.entries);
     std::vector<Span>().swap(c.spans);
   }
-  if (size > kReleaseThreshold && !options.estimate_messages) file.Release(0, size);
+  if (size > kReleaseThreshold && observer == nullptr) file.Release(0, size);
   Migrate();
   Index();
   return Status::Ok();
 }
 
-void Session::Impl::Migrate() {
+void SessionState::Migrate() {
   if (header.version >= 3) {
     // firstKeptEntryIndex means nothing in a v3 file; pi ignores it.
     for (Entry& e : entries)
@@ -840,7 +858,7 @@ void Session::Impl::Migrate() {
   }
 }
 
-void Session::Impl::Index() {
+void SessionState::Index() {
   by_id.Build(entries);
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -874,6 +892,12 @@ void Session::Impl::Index() {
     const Entry& e = entries[i];
     if (e.parent_id.empty() || e.parent_id == e.id) continue;
     size_t parent = by_id.Find(e.parent_id);
+    if (parent == IdIndex::kNone) {
+      // pi's walk from a leaf stops here too: everything above is cut off
+      // the context, which should not happen silently.
+      Warn(e.line, "parentId \"" + std::string(e.parent_id) +
+                       "\" names no entry in the file; paths through this entry start here");
+    }
     if (parent != i) parents[i] = parent;
   }
   // Cycle check: every walk must reach a root within size() steps.
@@ -899,20 +923,39 @@ void Session::Impl::Index() {
   }
 }
 
+namespace {
+Status TruncatedError(const std::string& path) {
+  return Status::IoError(path + ": truncated by another process while it was read");
+}
+}  // namespace
+
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::Open(const std::string& path,
                                                const LoadOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  impl->path = path;
-  impl->options = options;
-  COMPACTOR_ASSIGN_OR_RETURN(impl->file, internal::FileBytes::Open(path));
-  impl->data = impl->file.data();
-  impl->size = impl->file.size();
-  if (impl->size == 0) return Status::Corruption(path + ":1: empty file, not a pi session");
-  COMPACTOR_RETURN_IF_ERROR(impl->Load());
-  return std::unique_ptr<Session>(new Session(std::move(impl)));
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->path = path;
+    impl->options = options;
+    COMPACTOR_ASSIGN_OR_RETURN(
+        impl->file, internal::FileBytes::Open(options.env, path, options.max_stream_bytes));
+    impl->data = impl->file.data();
+    impl->size = impl->file.size();
+    if (impl->size == 0) return Status::Corruption(path + ":1: empty file, not a pi session");
+    Status loaded = impl->Load();
+    // A truncation while the bytes were read explains any error Load saw.
+    if (impl->file.truncated()) return TruncatedError(path);
+    COMPACTOR_RETURN_IF_ERROR(loaded);
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(path + ": out of memory while reading");
+  }
+}
+
+Status Session::CheckIntact() const {
+  if (impl_->file.truncated()) return TruncatedError(impl_->path);
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<Session>> Session::FromString(std::string contents, std::string name,
@@ -926,7 +969,11 @@ Result<std::unique_ptr<Session>> Session::FromString(std::string contents, std::
   impl->data = impl->owned.data();
   impl->size = n;
   if (n == 0) return Status::Corruption(impl->path + ":1: empty input, not a pi session");
-  COMPACTOR_RETURN_IF_ERROR(impl->Load());
+  try {
+    COMPACTOR_RETURN_IF_ERROR(impl->Load());
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(impl->path + ": out of memory while reading");
+  }
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -1086,3 +1133,10 @@ std::string Session::ToV3Jsonl() const {
 }
 
 }  // namespace compactor
+
+#ifdef COMPACTOR_KERNEL
+extern "C" void COMPACTOR_KERNEL_ENTRY(session_parse_chunk)(void* state, void* chunk) {
+  using compactor::SessionState;
+  static_cast<SessionState*>(state)->ParseChunk(*static_cast<SessionState::Chunk*>(chunk));
+}
+#endif

@@ -1,6 +1,15 @@
+// The "user-prompts" strategy (Kimi Code, Codex): the prompt selection, the
+// strategy and the expansion of its compaction entries (docs/strategies.md).
 #include "compactor/user_prompts.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
+
+#include "compactor/js_json.h"
+#include "compactor/strategy.h"
+#include "strategies/message_feed.h"
+#include "strategies/support.h"
 
 namespace compactor {
 namespace {
@@ -155,4 +164,239 @@ std::string UserPromptsSummaryText(std::string_view summary) {
          (s.empty() ? std::string("(no summary available)") : s);
 }
 
+namespace internal {
+namespace {
+
+// The rebuilt context split as the strategy needs it.
+struct CollectedContext {
+  // Real user prompts: stored user messages and prompts kept by an earlier
+  // user-prompts compaction.
+  std::vector<UserPrompt> prompts;
+  std::vector<Message> to_summarize;  // everything the summary covers
+  std::string previous_summary;
+};
+
+// Summaries, markers, custom/extension messages and bash executions were
+// injected, not typed: they are summarized but not kept as prompts. Messages
+// are parsed with threads from `env`.
+CollectedContext Collect(const Session& session, const SessionContext& ctx, Env* env) {
+  CollectedContext c;
+  MessageFeed feed({&ctx.messages}, env);
+  feed.ParseAll();
+  std::vector<Message> parsed = feed.TakeMessages();
+  for (size_t i = 0; i < ctx.messages.size(); ++i) {
+    const ContextMessage& cm = ctx.messages[i];
+    if (!feed.parsed(i)) continue;
+    Message* m = &parsed[i];
+    if (cm.origin == "summary") {
+      c.previous_summary = m->JoinedText();
+      continue;
+    }
+    if (cm.origin == "elision") continue;
+    if (m->role == Role::kCompactionSummary) {
+      c.previous_summary = m->summary;
+      continue;
+    }
+    if (m->role == Role::kUser) {
+      UserPrompt p;
+      p.entry_id = session.entry(cm.entry_index).id;
+      p.text = m->JoinedText();
+      for (const ContentBlock& blk : m->content)
+        if (blk.kind == ContentBlock::Kind::kImage) ++p.media_parts;
+      c.prompts.push_back(std::move(p));
+    }
+    c.to_summarize.push_back(std::move(*m));
+  }
+  return c;
+}
+
+// details.keptPrompts (JSON array) and pi's view of the entry (its summary
+// field): the kept prompts, the omission note, then the summary.
+void RepresentSelection(const UserPromptSelection& sel, const std::string& summary,
+                        std::string* kept, std::string* pi_view) {
+  *kept = "[";
+  *pi_view = "<user-messages>\n";
+  bool first = true;
+  auto add = [&](const KeptPrompt& k, const char* part) {
+    if (!first) *kept += ",";
+    first = false;
+    *kept += "{\"entryId\":";
+    AppendJsString(*kept, k.entry_id);
+    *kept += ",\"text\":";
+    AppendJsString(*kept, k.text);
+    *kept += ",\"cut\":";
+    AppendJsString(*kept, k.cut);
+    *kept += ",\"part\":";
+    AppendJsString(*kept, part);
+    *kept += "}";
+    *pi_view += k.text + "\n\n";
+  };
+  for (const KeptPrompt& k : sel.head) add(k, "head");
+  if (sel.elided())
+    *pi_view += "[... about " + std::to_string(sel.omitted_tokens) +
+                " tokens of user messages left out ...]\n\n";
+  for (const KeptPrompt& k : sel.tail) add(k, "tail");
+  *kept += "]";
+  while (!pi_view->empty() && pi_view->back() == '\n') pi_view->pop_back();
+  *pi_view += "\n</user-messages>\n\n" + summary;
+}
+
+// tokensAfter: the expanded context (kept prompts, marker, summary message).
+int64_t ExpandedTokens(const UserPromptSelection& sel, const std::string& summary,
+                       const TokenCounter& counter) {
+  int64_t after = 0;
+  for (const KeptPrompt& k : sel.head) after += counter.Text(k.text);
+  for (const KeptPrompt& k : sel.tail) after += counter.Text(k.text);
+  if (sel.elided()) after += counter.Text(ElisionMarkerText(sel.omitted_tokens));
+  after += counter.Text(UserPromptsSummaryText(summary));
+  return after;
+}
+
+// Compactor's view of a user-prompts compaction: kept prompts (head, marker,
+// tail) and the summary as a user message. False when the details are unreadable.
+bool ExpandEntry(const Session& s, size_t index, std::vector<ContextMessage>* out) {
+  std::string details(s.FieldJson(index, "details"));
+  if (details.empty()) return false;
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(details).get(root)) return false;
+  simdjson::dom::array kept;
+  std::string_view summary;
+  int64_t omitted = 0;
+  if (root["keptPrompts"].get(kept) || root["userSummary"].get(summary)) return false;
+  if (root["omittedTokens"].get(omitted)) omitted = 0;
+  const double ts = s.entry(index).timestamp_ms;
+  auto marker = [&] {
+    return ContextMessage{
+        Role::kUser, index, {}, MakeUserTextMessageJson(ElisionMarkerText(omitted), ts), "elision"};
+  };
+  bool marker_done = omitted <= 0;
+  for (simdjson::dom::element k : kept) {
+    std::string_view id, text, cut, part;
+    if (k["entryId"].get(id) || k["text"].get(text)) return false;
+    if (k["cut"].get(cut)) cut = "";
+    if (k["part"].get(part)) part = "tail";
+    if (!marker_done && part == "tail") {
+      out->push_back(marker());
+      marker_done = true;
+    }
+    ContextMessage m{Role::kUser, index, {}, "", "kept-prompt"};
+    auto source = s.Find(id);
+    if (cut.empty() && source && s.entry(*source).role == Role::kUser) {
+      m.stored = s.MessageJson(*source);  // kept whole: the original message, media included
+      m.entry_index = *source;
+    } else {
+      m.owned = MakeUserTextMessageJson(text, ts);
+    }
+    out->push_back(std::move(m));
+  }
+  if (!marker_done) out->push_back(marker());
+  out->push_back({Role::kUser,
+                  index,
+                  {},
+                  MakeUserTextMessageJson(UserPromptsSummaryText(summary), ts),
+                  "summary"});
+  return true;
+}
+
+class UserPrompts final : public CompactionStrategy {
+ public:
+  std::string_view name() const override { return "user-prompts"; }
+  std::string_view description() const override {
+    return "Kimi Code / Codex: the user's own prompts kept (oldest and newest within a budget), "
+           "everything else summarized";
+  }
+  StrategyNeeds needs() const override { return {.summarizer = true}; }
+  CompactionOutput output() const override { return CompactionOutput::kAppendEntry; }
+  void InitResult(CompactionResult* result) const override { result->kept_user_messages = 0; }
+
+  Status Compute(const Session& session, const CompactOptions& o, const Summarizer& summarizer,
+                 ComputedCompaction* out) const override {
+    CompactionResult& r = out->result;
+    COMPACTOR_ASSIGN_OR_RETURN(MeasuredContext mc,
+                               MeasureContext(session, o, StrategyExpander(), &r));
+    const SessionContext& ctx = mc.ctx;
+    if (ctx.messages.empty()) {
+      r.skipped_reason = "nothing to summarize";
+      return Status::Ok();
+    }
+    if (ctx.compaction_path_index && *ctx.compaction_path_index + 1 == ctx.path.size()) {
+      r.skipped_reason = "already compacted";
+      return Status::Ok();
+    }
+    COMPACTOR_ASSIGN_OR_RETURN(bool below, SkipBelowThreshold(o, &r));
+    if (below) return Status::Ok();
+    CollectedContext c = Collect(session, ctx, o.env);
+    FileOps ops;
+    ExtractFileOps(c.to_summarize, ops);
+    FileLists lists = ComputeFileLists(ops);
+    CompactionPreparation none;  // the hooks see no cut: everything is replaced
+    none.first_kept_entry_id = "";
+    none.tokens_before = r.tokens_before;
+    if (CancelledByHook(session, none, o, name(), &r)) return Status::Ok();
+    SummaryRequest req;
+    req.kind = SummaryKind::kHistory;
+    req.previous_summary = c.previous_summary;
+    req.messages = c.to_summarize;
+    req.read_files = lists.read_files;
+    req.modified_files = lists.modified_files;
+    req.max_output_tokens =
+        DefaultMaxOutputTokens(SummaryKind::kHistory, o.settings.reserve_tokens);
+    std::string preserve;
+    ApplyCompactingHooks(o, session, c.to_summarize, &req, &preserve, &r.hook_errors);
+    COMPACTOR_ASSIGN_OR_RETURN(std::string summary, SummarizeInPasses(summarizer, req));
+    summary += FormatFileOperations(lists);
+
+    UserPromptSelection sel = SelectUserPrompts(c.prompts);
+    std::string kept, pi_view;
+    RepresentSelection(sel, summary, &kept, &pi_view);
+    r.kept_user_messages = sel.head.size() + sel.tail.size();
+    r.messages_summarized = c.to_summarize.size();
+    r.summarized_tokens = mc.est.heuristic_sum;
+    r.tokens_after = ExpandedTokens(sel, summary, mc.counter);
+
+    std::string extra = ",\"keptPrompts\":" + kept +
+                        ",\"omittedTokens\":" + std::to_string(sel.omitted_tokens) +
+                        ",\"userSummary\":";
+    AppendJsString(extra, summary);
+    EntryBase base = NewBase(session, LeafIdOf(session, o), o);
+    CompactionEntryFields f;
+    f.summary = pi_view;
+    // pi keeps nothing before a compaction whose firstKeptEntryId is not an
+    // earlier entry of the path: pointing at the entry itself gives exactly that.
+    f.first_kept_entry_id = base.id;
+    f.tokens_before = r.tokens_before;
+    f.details_json = DetailsJson(lists, extra);
+    f.from_hook = false;
+    f.extra.push_back({"method", "\"user-prompts\""});
+    f.extra.push_back({"keptUserMessageCount", std::to_string(*r.kept_user_messages)});
+    f.extra.push_back({"tokensAfter", std::to_string(r.tokens_after)});
+    if (!preserve.empty()) f.extra.push_back({"preserveData", preserve});
+    r.entry_id = base.id;
+    r.entry_json = MakeCompactionEntry(base, f);
+    r.first_kept_entry_id = base.id;
+    r.summary = summary;
+    r.read_files = lists.read_files;
+    r.modified_files = lists.modified_files;
+    r.compacted = true;
+    CheckEffective(o, &r);
+    return Status::Ok();
+  }
+
+  // Everything before the compaction is replaced, so path[path_index] alone
+  // stands for path[0 .. path_index].
+  bool ExpandCompaction(const CompactionOnPath& c,
+                        std::vector<ContextMessage>* out) const override {
+    return ExpandEntry(c.session, c.path[c.path_index], out);
+  }
+};
+
+}  // namespace
+
+const CompactionStrategy& UserPromptsStrategy() {
+  static const UserPrompts kStrategy;
+  return kStrategy;
+}
+
+}  // namespace internal
 }  // namespace compactor

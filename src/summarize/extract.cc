@@ -13,6 +13,12 @@
 namespace compactor::summarize {
 namespace {
 
+// Defined further down, next to the other text helpers.
+std::vector<std::string> SplitSentences(std::string_view text);
+std::string NormalizeCommand(std::string_view command);
+// Mostly words: not a pasted log, JSON or code line.
+bool LooksLikeProse(std::string_view text);
+
 constexpr size_t kSentenceMax = 320;
 constexpr size_t kRequestMax = 240;
 constexpr size_t kGoalMax = 700;
@@ -617,12 +623,10 @@ class Extractor {
       std::string ls = Lower(s);
       uint32_t cues = Cues().Match(ls);
       if (IsConstraintSentence(s, ls, cues)) {
-        facts_.constraints.push_back(
-            Statement{order, OneLine(s, kSentenceMax), "", false, false, 0});
+        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 0});
       }
       if (!is_first && (cues & kBitGoal) && s.back() != '?') {
-        facts_.goal_statements.push_back(
-            Statement{order, OneLine(s, kSentenceMax), "", false, false, 2});
+        facts_.goal_statements.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 2});
       }
       MaybeDecision(s, ls, cues, order, nullptr);
       if ((cues & kBitUserPlan) && s.back() != '?') {
@@ -780,14 +784,17 @@ class Extractor {
     std::string file_path;
     // One scan of the arguments (they can hold a whole file) for both fields.
     ForEachJsonEntry(b.arguments_json, [&](std::string_view key, std::string_view value) {
-      if (value.size() < 2 || value.front() != '"') return;
+      std::string* field = nullptr;
       if (key == "path") {
-        call.path = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &call.path;
       } else if (key == "file_path") {
-        file_path = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &file_path;
       } else if (key == "command" && b.tool_name == "bash") {
-        call.command = UnescapeJsonString(value.substr(1, value.size() - 2));
+        field = &call.command;
       }
+      if (field == nullptr) return;
+      // A later duplicate that is not a string leaves the earlier value.
+      if (std::optional<std::string> text = JsonStringValue(value)) *field = std::move(*text);
     });
     if (call.path.empty()) call.path = std::move(file_path);
     if (!call.path.empty() &&
@@ -1007,6 +1014,7 @@ std::string OneLine(std::string_view text, size_t max_bytes) {
   return Clip(CollapseSpaces(text, max_bytes + 4), max_bytes);
 }
 
+namespace {
 std::vector<std::string> SplitSentences(std::string_view text) {
   std::vector<std::string> out;
   bool in_fence = false;
@@ -1048,7 +1056,9 @@ std::vector<std::string> SplitSentences(std::string_view text) {
   }
   return out;
 }
+}  // namespace
 
+namespace {
 // Pasted logs, JSON and code are not statements of the user.
 bool LooksLikeProse(std::string_view t) {
   if (t.find("\\n") != std::string_view::npos || t.find("\":") != std::string_view::npos ||
@@ -1065,6 +1075,7 @@ bool LooksLikeProse(std::string_view t) {
   }
   return letters >= 2 * other;
 }
+}  // namespace
 
 bool IsConstraintSentence(std::string_view sentence, std::string_view lower, uint32_t cues) {
   std::string_view t = Trim(sentence);
@@ -1077,6 +1088,7 @@ bool IsConstraintSentence(std::string_view sentence) {
   return IsConstraintSentence(sentence, lower, Cues().Match(lower));
 }
 
+namespace {
 std::string NormalizeCommand(std::string_view command) {
   // Heredocs can make a command megabytes long; only its head is shown.
   std::string c = CollapseSpaces(command, 4 * kCommandMax);
@@ -1092,6 +1104,7 @@ std::string NormalizeCommand(std::string_view command) {
   }
   return Clip(c, kCommandMax);
 }
+}  // namespace
 
 std::string CommandFamily(std::string_view normalized) {
   std::vector<std::string_view> words;
@@ -1283,9 +1296,9 @@ void ApplySupersessionPairwise(std::vector<Statement*>& timeline) {
   }
 }
 
-Result<Facts> ExtractFacts(std::span<const Message> messages,
-                           const std::function<bool()>& is_cancelled,
-                           const std::function<void(size_t)>& wait_for_messages) {
+Result<Facts> ExtractSummaryFacts(std::span<const Message> messages,
+                                  const std::function<bool()>& is_cancelled,
+                                  const std::function<void(size_t)>& wait_for_messages) {
   Extractor extractor;
   return extractor.Run(messages, is_cancelled, wait_for_messages);
 }

@@ -25,7 +25,6 @@ struct Statement {
   int64_t order = 0;   // message index (previous-summary items are negative)
   std::string text;    // one line, clipped
   std::string reason;  // decisions: the rationale ("" when none was stated)
-  bool from_previous = false;
   bool superseded = false;
   // What it is (0 constraint, 1 decision, 2 goal): similarity only retires
   // statements of the same kind; an explicit "instead of" crosses kinds.
@@ -93,11 +92,14 @@ struct Facts {
   std::string last_assistant_error;  // stop reason "error" on the last assistant
 };
 
-// Runs the extraction. `is_cancelled` is polled every few hundred messages;
+// Collects from the messages to summarize what the offline summary states
+// (goals, constraints, decisions, files, commands, errors, plan). Not the
+// eval's probe facts (ExtractProbeFacts in compactor/eval.h), which come from a
+// whole session. `is_cancelled` is polled every few hundred messages;
 // `wait_for_messages(n)`, when set, is called before messages[n - 1] is read.
-Result<Facts> ExtractFacts(std::span<const Message> messages,
-                           const std::function<bool()>& is_cancelled,
-                           const std::function<void(size_t)>& wait_for_messages = nullptr);
+Result<Facts> ExtractSummaryFacts(std::span<const Message> messages,
+                                  const std::function<bool()>& is_cancelled,
+                                  const std::function<void(size_t)>& wait_for_messages = nullptr);
 
 // Revised statements: marks earlier statements superseded by later ones (the
 // later one wins). Applied within and across the constraint and decision lists.
@@ -109,12 +111,8 @@ void ApplySupersessionPairwise(std::vector<Statement*>& timeline);
 
 // Text helpers exposed for tests.
 std::string OneLine(std::string_view text, size_t max_bytes);
-std::vector<std::string> SplitSentences(std::string_view text);
-std::string NormalizeCommand(std::string_view command);
 std::string CommandFamily(std::string_view normalized);
 bool IsConstraintSentence(std::string_view sentence);
-// Mostly words: not a pasted log, JSON or code line.
-bool LooksLikeProse(std::string_view text);
 // Same, with the sentence already lower-cased and its cue bits matched.
 bool IsConstraintSentence(std::string_view sentence, std::string_view lower, uint32_t cues);
 

@@ -199,10 +199,10 @@ class Composer {
   void ResolveStatements() {
     int64_t order = -1000000;
     for (const std::string& l : previous_.lines[kConstraints]) {
-      prev_constraints_.push_back(Statement{order++, l, "", true, false, 0});
+      prev_constraints_.push_back(Statement{order++, l, "", false, 0});
     }
     for (const std::string& l : previous_.lines[kDecisions]) {
-      Statement d{order++, l, "", true, false, 1};
+      Statement d{order++, l, "", false, 1};
       // "**decision**: reason"
       if (l.rfind("**", 0) == 0) {
         size_t end = l.find("**", 2);
@@ -892,7 +892,7 @@ class OfflineSummarizer : public Summarizer {
     std::function<void(size_t)> wait;
     if (request.wait_for_messages) wait = [&request](size_t n) { AwaitMessages(request, n); };
     COMPACTOR_ASSIGN_OR_RETURN(
-        Facts facts, summarize::ExtractFacts(request.messages, request.is_cancelled, wait));
+        Facts facts, summarize::ExtractSummaryFacts(request.messages, request.is_cancelled, wait));
     if (request.is_cancelled && request.is_cancelled()) {
       return Status::Cancelled("summarization cancelled");
     }

@@ -1,11 +1,13 @@
 // Prompt assembly for LLM summarizers and the request guards shared by every
 // summarizer. The wording is Compactor's own; the section structure follows
-// compaction-algorithms.md A6 because downstream parsing relies on it.
+// pi 0.73.1's prompts (docs/summarizers.md) because downstream parsing relies
+// on it.
 #include <algorithm>
 #include <string>
 
 #include "compactor/summarizer.h"
 #include "summarize/text_util.h"
+#include "util/utf8.h"
 
 namespace compactor {
 namespace {
@@ -169,7 +171,7 @@ std::string CutMiddle(std::string_view text, int64_t max_units) {
   int64_t taken = 0;
   size_t head = summarize::Utf8PrefixForUnits(text, head_units, &taken);
   size_t tail = summarize::Utf8SuffixStartForUnits(text.substr(head), tail_units) + head;
-  int64_t omitted = summarize::Utf16Units(text.substr(head, tail - head));
+  int64_t omitted = internal::Utf16Length(text.substr(head, tail - head));
   std::string out(text.substr(0, head));
   out += "\n\n[... " + std::to_string(omitted) + " characters omitted to fit the window ...]\n\n";
   out += text.substr(tail);
@@ -257,7 +259,7 @@ std::string_view SummaryInstructions(SummaryKind kind) {
   return kHistoryPrompt;
 }
 
-int64_t EstimateTextTokens(std::string_view text) { return (summarize::Utf16Units(text) + 3) / 4; }
+int64_t EstimateTextTokens(std::string_view text) { return (internal::Utf16Length(text) + 3) / 4; }
 
 Result<SummaryPrompt> BuildSummaryPrompt(const SummaryRequest& request) {
   COMPACTOR_RETURN_IF_ERROR(CheckSummarizable(request));
@@ -286,7 +288,7 @@ Result<SummaryPrompt> BuildSummaryPrompt(const SummaryRequest& request) {
   // Keep the newest parts that fit: the end of the span is what the work
   // continues from. "\n\n" separators count too.
   std::vector<int64_t> units(parts.size());
-  for (size_t i = 0; i < parts.size(); ++i) units[i] = summarize::Utf16Units(parts[i].text) + 2;
+  for (size_t i = 0; i < parts.size(); ++i) units[i] = internal::Utf16Length(parts[i].text) + 2;
   size_t first = parts.size();
   int64_t used = 0;
   while (first > 0 && used + units[first - 1] <= budget_units) used += units[--first];
@@ -357,7 +359,7 @@ Result<std::string> SummarizeInPasses(const Summarizer& summarizer, const Summar
     int64_t msg_units = 0;
     size_t j = i;
     while (j < parts.size() && parts[j].message_index == msg) {
-      msg_units += summarize::Utf16Units(parts[j].text) + 2;
+      msg_units += internal::Utf16Length(parts[j].text) + 2;
       ++j;
     }
     if (used > 0 && used + msg_units > budget_units) {

@@ -1,12 +1,13 @@
 // convertToLlm + serializeConversation, byte for byte as pi 0.73.1 produces
-// them for its summarizer (compaction-algorithms.md A7, pi-session-format.md
-// §10.1). Goldens: shared/fixtures/pi/expected/*serialized.json.
+// them for its summarizer (docs/summarizers.md). Goldens:
+// tests/fixtures/pi/expected/*.json (serializedConversation, from the pi oracle).
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "compactor/summarizer.h"
 #include "summarize/text_util.h"
+#include "util/utf8.h"
 
 namespace compactor {
 namespace {
@@ -198,7 +199,7 @@ std::vector<Message> ConvertToLlm(std::span<const Message> messages) {
 std::string TruncateForSummary(std::string_view text, int64_t max_units) {
   // Cheap bound first: UTF-8 bytes >= UTF-16 units.
   if (static_cast<int64_t>(text.size()) <= max_units) return std::string(text);
-  int64_t total = summarize::Utf16Units(text);
+  int64_t total = internal::Utf16Length(text);
   if (total <= max_units) return std::string(text);
   int64_t kept = 0;
   size_t cut = summarize::Utf8PrefixForUnits(text, max_units, &kept);

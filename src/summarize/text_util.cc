@@ -1,143 +1,24 @@
 #include "summarize/text_util.h"
 
+#include <simdjson.h>
+
 #include <cstring>
+#include <vector>
+
+#include "util/utf8.h"
 
 namespace compactor::summarize {
 namespace {
 
-// Length of the UTF-8 sequence starting at s[i] (1 for an invalid byte) and
-// the UTF-16 units it stands for.
+// Length of the UTF-8 sequence starting at s[i] (an invalid one: its maximal
+// subpart, as Node decodes it) and the UTF-16 units it stands for.
 inline void DecodeStep(std::string_view s, size_t i, size_t* len, int* units) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = 1;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-  }
-  if (n > 1) {
-    if (i + n > s.size()) {
-      n = 1;
-    } else {
-      for (size_t k = 1; k < n; ++k) {
-        if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
-          n = 1;
-          break;
-        }
-      }
-    }
-  }
-  *len = n;
-  *units = n == 4 ? 2 : 1;
-}
-
-void AppendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool ReadHex4(std::string_view s, size_t i, uint32_t* v) {
-  if (i + 4 > s.size()) return false;
-  uint32_t r = 0;
-  for (size_t k = 0; k < 4; ++k) {
-    int h = HexValue(s[i + k]);
-    if (h < 0) return false;
-    r = r * 16 + static_cast<uint32_t>(h);
-  }
-  *v = r;
-  return true;
-}
-
-inline bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-size_t SkipSpace(std::string_view s, size_t i) {
-  while (i < s.size() && IsSpace(s[i])) ++i;
-  return i;
-}
-
-// End (exclusive) of the string literal starting at s[i] == '"', or npos.
-size_t StringEnd(std::string_view s, size_t i) {
-  size_t k = i + 1;
-  while (true) {
-    // Tool-call arguments hold whole files: jump from quote to quote (memchr)
-    // and check that the quote is not escaped (an even run of backslashes).
-    k = s.find('"', k);
-    if (k == std::string_view::npos) return k;
-    size_t backslashes = 0;
-    for (size_t b = k; b > i + 1 && s[b - 1] == '\\'; --b) ++backslashes;
-    if (backslashes % 2 == 0) return k + 1;
-    ++k;
-  }
-}
-
-// End (exclusive) of the JSON value starting at s[i], or npos.
-size_t ValueEnd(std::string_view s, size_t i) {
-  if (i >= s.size()) return std::string_view::npos;
-  char c = s[i];
-  if (c == '"') return StringEnd(s, i);
-  if (c == '{' || c == '[') {
-    int depth = 0;
-    for (size_t k = i; k < s.size(); ++k) {
-      char d = s[k];
-      if (d == '"') {
-        size_t e = StringEnd(s, k);
-        if (e == std::string_view::npos) return e;
-        k = e - 1;
-      } else if (d == '{' || d == '[') {
-        ++depth;
-      } else if (d == '}' || d == ']') {
-        if (--depth == 0) return k + 1;
-      }
-    }
-    return std::string_view::npos;
-  }
-  size_t k = i;
-  while (k < s.size() && s[k] != ',' && s[k] != '}' && s[k] != ']' && !IsSpace(s[k])) ++k;
-  return k == i ? std::string_view::npos : k;
+  uint32_t cp;
+  *len = internal::DecodeUtf8(s, i, &cp);
+  *units = cp >= 0x10000 ? 2 : 1;
 }
 
 }  // namespace
-
-int64_t Utf16Units(std::string_view s) {
-  int64_t units = 0;
-  size_t i = 0;
-  while (i < s.size()) {
-    // ASCII fast path: most of a session is ASCII.
-    if (static_cast<unsigned char>(s[i]) < 0x80) {
-      ++units;
-      ++i;
-      continue;
-    }
-    size_t len;
-    int u;
-    DecodeStep(s, i, &len, &u);
-    units += u;
-    i += len;
-  }
-  return units;
-}
 
 size_t Utf8PrefixForUnits(std::string_view s, int64_t max_units, int64_t* units) {
   int64_t taken = 0;
@@ -185,132 +66,184 @@ size_t Utf8SuffixStartForUnits(std::string_view s, int64_t max_units) {
   return i;
 }
 
-std::string UnescapeJsonString(std::string_view b) {
-  std::string out;
-  out.reserve(b.size());
-  for (size_t i = 0; i < b.size(); ++i) {
-    char c = b[i];
-    if (c != '\\' || i + 1 >= b.size()) {
-      out += c;
-      continue;
-    }
-    char e = b[++i];
-    switch (e) {
-      case 'n':
-        out += '\n';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'u': {
-        uint32_t v;
-        if (!ReadHex4(b, i + 1, &v)) {
-          out += "\xEF\xBF\xBD";
-          break;
-        }
-        i += 4;
-        if (v >= 0xD800 && v <= 0xDBFF) {
-          uint32_t lo;
-          if (i + 2 < b.size() && b[i + 1] == '\\' && b[i + 2] == 'u' && ReadHex4(b, i + 3, &lo) &&
-              lo >= 0xDC00 && lo <= 0xDFFF) {
-            i += 6;
-            AppendUtf8(out, 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00));
-          } else {
-            out += "\xEF\xBF\xBD";
-          }
-        } else if (v >= 0xDC00 && v <= 0xDFFF) {
-          out += "\xEF\xBF\xBD";
-        } else {
-          AppendUtf8(out, v);
-        }
-        break;
-      }
-      default:
-        out += e;
-        break;  // \" \\ \/
-    }
-  }
-  return out;
+namespace {
+
+// Entries of one JSON text, collected before any callback runs: the callbacks
+// may parse JSON themselves (JsonStringValue), which would reuse this thread's
+// parser under a live document.
+struct Entry {
+  std::string key;
+  std::string_view value;  // a view into the caller's text
+};
+
+// simdjson wants SIMDJSON_PADDING readable bytes after the text; tool-call
+// arguments are copied into one reused buffer per thread.
+simdjson::ondemand::parser& ThreadParser(std::string_view json, const char** data,
+                                         size_t* capacity) {
+  thread_local simdjson::ondemand::parser parser;
+  thread_local simdjson::padded_string buffer;
+  if (buffer.size() < json.size()) buffer = simdjson::padded_string(json.size() * 2 + 64);
+  std::memcpy(buffer.data(), json.data(), json.size());
+  *data = buffer.data();
+  *capacity = buffer.size() + simdjson::SIMDJSON_PADDING;
+  return parser;
 }
 
-void ForEachJsonEntry(std::string_view s,
-                      const std::function<void(std::string_view, std::string_view)>& fn) {
-  size_t i = SkipSpace(s, 0);
-  if (i >= s.size()) return;
-  if (s[i] == '"') {
-    size_t end = StringEnd(s, i);
-    if (end == std::string_view::npos) return;
-    std::string text = UnescapeJsonString(s.substr(i + 1, end - i - 2));
-    // Object.entries on a string: one entry per UTF-16 unit; we go per character.
-    size_t k = 0;
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// `token` (a view into the parser's copy at `base`) as the same bytes of the
+// caller's `json`, without the whitespace simdjson's raw spans carry after
+// the value. The caller's bytes, not the copy's, because a retry replaces
+// lone surrogate escapes in the copy, and values must come out as written.
+std::string_view Original(std::string_view json, const char* base, std::string_view token) {
+  size_t begin = static_cast<size_t>(token.data() - base);
+  size_t end = begin + token.size();
+  while (end > begin && IsJsonSpace(json[end - 1])) --end;
+  return json.substr(begin, end - begin);
+}
+
+// The raw JSON text of `value`, whatever its type.
+simdjson::error_code RawValue(simdjson::ondemand::value value, std::string_view* raw) {
+  simdjson::ondemand::json_type type;
+  if (auto error = value.type().get(type)) return error;
+  if (type == simdjson::ondemand::json_type::object) {
+    simdjson::ondemand::object object;
+    if (auto error = value.get_object().get(object)) return error;
+    return object.raw_json().get(*raw);
+  }
+  if (type == simdjson::ondemand::json_type::array) {
+    simdjson::ondemand::array array;
+    if (auto error = value.get_array().get(array)) return error;
+    return array.raw_json().get(*raw);
+  }
+  *raw = value.raw_json_token();
+  return simdjson::SUCCESS;
+}
+
+// Reads the document `json` (already copied to `data`) as `Read` decides, and
+// again with lone surrogate escapes read as U+FFFD when simdjson refused them
+// (JavaScript writes them when a string was cut inside an emoji). The repair
+// keeps every length, so spans into the copy still map onto `json`.
+template <typename Read>
+simdjson::error_code ParseWithRepair(std::string_view json, const Read& read) {
+  const char* data;
+  size_t capacity;
+  simdjson::ondemand::parser* parser = &ThreadParser(json, &data, &capacity);
+  simdjson::ondemand::document doc;
+  simdjson::error_code error = parser->iterate(data, json.size(), capacity).get(doc);
+  if (!error) error = read(doc, data);
+  if (error != simdjson::STRING_ERROR || !internal::HasLoneSurrogateEscape(json)) return error;
+  std::string repaired = internal::ReplaceLoneSurrogateEscapes(json);
+  parser = &ThreadParser(repaired, &data, &capacity);
+  error = parser->iterate(data, json.size(), capacity).get(doc);
+  return error ? error : read(doc, data);
+}
+
+// True when nothing but whitespace follows the value just read (simdjson
+// 3.0's document has no at_end(); its location is out of bounds at the end).
+bool AtEnd(simdjson::ondemand::document& doc) {
+  const char* location;
+  return doc.current_location().get(location) != simdjson::SUCCESS;
+}
+
+// The members of an object or the elements of an array. Any error (malformed
+// JSON, trailing text) fails the whole text: partial results are dropped.
+simdjson::error_code ReadContainer(simdjson::ondemand::document& doc, std::string_view json,
+                                   const char* data, std::vector<Entry>* out) {
+  out->clear();
+  simdjson::ondemand::json_type type;
+  if (auto error = doc.type().get(type)) return error;
+  if (type == simdjson::ondemand::json_type::array) {
+    simdjson::ondemand::array array;
+    if (auto error = doc.get_array().get(array)) return error;
     int index = 0;
-    std::string value;
-    while (k < text.size()) {
-      size_t len;
-      int u;
-      DecodeStep(text, k, &len, &u);
-      value.assign(1, '"');
-      std::string_view ch(text.data() + k, len);
-      if (ch == "\"" || ch == "\\") value += '\\';
-      value += ch;
-      value += '"';
-      std::string key = std::to_string(index++);
-      fn(key, value);
-      k += len;
+    for (auto element : array) {
+      simdjson::ondemand::value value;
+      std::string_view raw;
+      if (auto error = std::move(element).get(value)) return error;
+      if (auto error = RawValue(value, &raw)) return error;
+      out->push_back({std::to_string(index++), Original(json, data, raw)});
     }
+  } else if (type == simdjson::ondemand::json_type::object) {
+    simdjson::ondemand::object object;
+    if (auto error = doc.get_object().get(object)) return error;
+    for (auto member : object) {
+      simdjson::ondemand::field field;
+      std::string_view key, raw;
+      if (auto error = std::move(member).get(field)) return error;
+      if (auto error = field.unescaped_key().get(key)) return error;
+      if (auto error = RawValue(field.value(), &raw)) return error;
+      out->push_back({std::string(key), Original(json, data, raw)});
+    }
+  } else {
+    return simdjson::INCORRECT_TYPE;
+  }
+  return AtEnd(doc) ? simdjson::SUCCESS : simdjson::TRAILING_CONTENT;
+}
+
+// The unescaped text of a document that is one JSON string.
+simdjson::error_code ReadString(simdjson::ondemand::document& doc, std::string* out) {
+  std::string_view text;
+  if (auto error = doc.get_string().get(text)) return error;
+  *out = text;  // the parser's buffer: copied before anything parses again
+  return AtEnd(doc) ? simdjson::SUCCESS : simdjson::TRAILING_CONTENT;
+}
+
+// Object.entries on a string: one entry per character (JavaScript goes per
+// UTF-16 unit; we keep characters whole), keys "0", "1", ..., values the
+// character as a JSON string with quotes and backslashes escaped.
+void ForEachCharacter(std::string_view text,
+                      const std::function<void(std::string_view, std::string_view)>& fn) {
+  std::string value;
+  size_t k = 0;
+  int index = 0;
+  while (k < text.size()) {
+    size_t len;
+    int units;
+    DecodeStep(text, k, &len, &units);
+    std::string_view ch = text.substr(k, len);
+    value.assign(1, '"');
+    if (ch == "\"" || ch == "\\") value += '\\';
+    value += ch;
+    value += '"';
+    fn(std::to_string(index++), value);
+    k += len;
+  }
+}
+
+bool StartsWithQuote(std::string_view json) {
+  size_t i = 0;
+  while (i < json.size() && IsJsonSpace(json[i])) ++i;
+  return i < json.size() && json[i] == '"';
+}
+
+}  // namespace
+
+void ForEachJsonEntry(std::string_view json,
+                      const std::function<void(std::string_view, std::string_view)>& fn) {
+  if (StartsWithQuote(json)) {
+    if (std::optional<std::string> text = JsonStringValue(json)) ForEachCharacter(*text, fn);
     return;
   }
-  bool is_array = s[i] == '[';
-  if (!is_array && s[i] != '{') return;
-  char close = is_array ? ']' : '}';
-  ++i;
-  int index = 0;
-  while (true) {
-    i = SkipSpace(s, i);
-    if (i >= s.size() || s[i] == close) return;
-    std::string key;
-    if (is_array) {
-      key = std::to_string(index++);
-    } else {
-      if (s[i] != '"') return;
-      size_t kend = StringEnd(s, i);
-      if (kend == std::string_view::npos) return;
-      key = UnescapeJsonString(s.substr(i + 1, kend - i - 2));
-      i = SkipSpace(s, kend);
-      if (i >= s.size() || s[i] != ':') return;
-      i = SkipSpace(s, i + 1);
-    }
-    size_t vend = ValueEnd(s, i);
-    if (vend == std::string_view::npos) return;
-    fn(key, s.substr(i, vend - i));
-    i = SkipSpace(s, vend);
-    if (i < s.size() && s[i] == ',') ++i;
-  }
+  // Collected first, then reported: `fn` may parse JSON itself
+  // (JsonStringValue), which reuses this thread's parser and buffer.
+  std::vector<Entry> entries;
+  entries.reserve(8);  // tool-call arguments have a few members
+  simdjson::error_code error =
+      ParseWithRepair(json, [&](simdjson::ondemand::document& doc, const char* data) {
+        return ReadContainer(doc, json, data, &entries);
+      });
+  if (error) return;
+  for (const Entry& e : entries) fn(e.key, e.value);
 }
 
-std::optional<std::string> JsonStringMember(std::string_view json, std::string_view key) {
-  size_t i = SkipSpace(json, 0);
-  if (i >= json.size() || json[i] != '{') return std::nullopt;
-  std::optional<std::string> result;
-  ForEachJsonEntry(json, [&](std::string_view k, std::string_view v) {
-    // Duplicate keys: the last one wins, as JSON.parse does.
-    if (k != key) return;
-    if (!v.empty() && v.front() == '"' && v.size() >= 2) {
-      result = UnescapeJsonString(v.substr(1, v.size() - 2));
-    } else {
-      result.reset();
-    }
-  });
-  return result;
+std::optional<std::string> JsonStringValue(std::string_view json) {
+  if (!StartsWithQuote(json)) return std::nullopt;
+  std::string text;
+  simdjson::error_code error = ParseWithRepair(
+      json, [&](simdjson::ondemand::document& doc, const char*) { return ReadString(doc, &text); });
+  if (error) return std::nullopt;
+  return text;
 }
 
 }  // namespace compactor::summarize

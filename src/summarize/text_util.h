@@ -1,6 +1,7 @@
-// Small text helpers shared by the summarizers: UTF-16 measurement of UTF-8
-// text (JavaScript string semantics) and a scanner over the canonical JSON of
-// tool-call arguments.
+// Small text helpers shared by the summarizers: cutting UTF-8 text at a length
+// in UTF-16 units (JavaScript string semantics; the length itself is
+// internal::Utf16Length in util/utf8.h) and a walk over the canonical JSON of
+// tool-call arguments (on simdjson On-Demand).
 #ifndef COMPACTOR_SRC_SUMMARIZE_TEXT_UTIL_H_
 #define COMPACTOR_SRC_SUMMARIZE_TEXT_UTIL_H_
 
@@ -12,10 +13,6 @@
 
 namespace compactor::summarize {
 
-// JavaScript's string.length of UTF-8 text. An invalid byte counts as one unit
-// (Node decodes it as U+FFFD).
-int64_t Utf16Units(std::string_view s);
-
 // The longest prefix of `s` holding at most `max_units` UTF-16 units without
 // splitting a character; `*units` receives its length in units.
 size_t Utf8PrefixForUnits(std::string_view s, int64_t max_units, int64_t* units);
@@ -24,19 +21,21 @@ size_t Utf8PrefixForUnits(std::string_view s, int64_t max_units, int64_t* units)
 size_t Utf8SuffixStartForUnits(std::string_view s, int64_t max_units);
 
 // Calls fn(key, raw_value) for each member of a JSON object (keys unescaped to
-// UTF-8, values as their raw JSON text), each element of an array (keys "0",
-// "1", ...), or each character of a string (as JavaScript's Object.entries
-// would). Other values and malformed text produce nothing.
+// UTF-8, values as their raw JSON text, a view into `json`, without
+// surrounding whitespace), each element of an array (keys "0", "1", ...), or
+// each character of a string (as JavaScript's Object.entries would; the value
+// is the character as a JSON string). Other values (numbers, true, false,
+// null) and malformed text (also trailing text after the value) produce
+// nothing; nothing is reported before the whole text has been read. Escaped
+// lone surrogates (which JavaScript writes) read as U+FFFD. `fn` may parse
+// JSON itself (JsonStringValue, ForEachJsonEntry).
 void ForEachJsonEntry(std::string_view json,
                       const std::function<void(std::string_view key, std::string_view value)>& fn);
 
-// The string value of a top-level member of a JSON object, unescaped; nullopt
-// when absent or not a string.
-std::optional<std::string> JsonStringMember(std::string_view json, std::string_view key);
-
-// Unescapes the body of a JSON string literal (without the quotes). Lone
-// surrogates become U+FFFD.
-std::string UnescapeJsonString(std::string_view body);
+// The text a JSON string (e.g. a raw value from ForEachJsonEntry) stands for,
+// unescaped; escaped lone surrogates become U+FFFD. nullopt when `json` is
+// not one well-formed JSON string.
+std::optional<std::string> JsonStringValue(std::string_view json);
 
 }  // namespace compactor::summarize
 

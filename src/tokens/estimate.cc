@@ -11,14 +11,12 @@
 
 #include "compactor/js_json.h"
 #include "tokens/estimate_internal.h"
+#include "util/kernel.h"
 #include "util/utf8.h"
 
 namespace compactor {
 
-int64_t Utf16Length(std::string_view utf8) {
-  if (internal::IsValidUtf8(utf8)) return internal::Utf16LengthValid(utf8);
-  return internal::Utf16LengthValid(internal::ReplaceInvalidUtf8(utf8));
-}
+int64_t Utf16Length(std::string_view utf8) { return internal::Utf16Length(utf8); }
 
 namespace {
 
@@ -365,7 +363,7 @@ bool CountBlock(simdjson::ondemand::object block, Counts* c) {
   return true;
 }
 
-using OtherField = std::function<void(std::string_view, simdjson::ondemand::value)>;
+using internal::OtherField;
 
 template <bool kFast>
 bool CountObject(simdjson::ondemand::object obj, Counts* c, std::string* role_storage,
@@ -510,6 +508,14 @@ int64_t EstimateMessageTokensFull(std::string_view message_json) {
 }
 
 std::optional<int64_t> EstimateMessageTokensFast(std::string_view message_json) {
+#ifndef COMPACTOR_KERNEL
+  // The copy of this function compiled for the active CPU kernel, if any.
+  if (auto* kernel = ActiveKernel().estimate_fast) {
+    int64_t tokens = 0;
+    if (!kernel(message_json, &tokens)) return std::nullopt;
+    return tokens;
+  }
+#endif
   Counts c;
   std::string role;
   if (!CountMessage<true>(message_json, &c, &role)) return std::nullopt;
@@ -517,6 +523,35 @@ std::optional<int64_t> EstimateMessageTokensFast(std::string_view message_json) 
 }
 
 }  // namespace internal
+
+namespace {
+
+// pi's estimate as the session indexer's per-message observer.
+class EstimateObserver final : public MessageObserver {
+ public:
+  bool Measure(simdjson::ondemand::object message, internal::MessageMeasure* out,
+               const internal::OtherField* other) const override {
+    return internal::MeasureMessageObject(message, out, other);
+  }
+  const MessageObserver* ForKernel(const internal::KernelTable& kernel) const override {
+#ifdef COMPACTOR_KERNEL
+    // Only the baseline instance (TokenEstimateObserver()) is handed out, and
+    // asked; a kernel's instance has nothing to map to.
+    (void)kernel;
+    return this;
+#else
+    return kernel.estimate_observer != nullptr ? kernel.estimate_observer() : this;
+#endif
+  }
+};
+
+const EstimateObserver kEstimateObserver;
+
+}  // namespace
+
+#ifndef COMPACTOR_KERNEL
+const MessageObserver* TokenEstimateObserver() { return &kEstimateObserver; }
+#endif
 
 int64_t EstimateMessageTokens(std::string_view message_json) {
   if (auto fast = internal::EstimateMessageTokensFast(message_json)) return *fast;
@@ -738,3 +773,16 @@ ContextEstimate EstimateCurrentContextTokens(const Session& session, const Sessi
 }
 
 }  // namespace compactor
+
+#ifdef COMPACTOR_KERNEL
+extern "C" bool COMPACTOR_KERNEL_ENTRY(estimate_fast)(std::string_view message_json,
+                                                      int64_t* tokens) {
+  std::optional<int64_t> n = compactor::internal::EstimateMessageTokensFast(message_json);
+  if (n) *tokens = *n;
+  return n.has_value();
+}
+
+extern "C" const compactor::MessageObserver* COMPACTOR_KERNEL_ENTRY(estimate_observer)() {
+  return &compactor::kEstimateObserver;
+}
+#endif

@@ -1,6 +1,6 @@
 // Hand-written pre-tokenizers (the fast path) for the o200k_base and
 // cl100k_base split patterns. Each reproduces leftmost-first regex matching of
-// the upstream pattern (cpp-dependencies.md §6.2) with the backtracking worked
+// openai/tiktoken's patterns (tiktoken_ext/openai_public.py) with the backtracking worked
 // out per alternative; tests/tokens/pretokenize_test.cc checks them against
 // PCRE2 running the literal patterns (pcre2_splitter.h).
 //

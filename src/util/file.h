@@ -1,43 +1,55 @@
-// Read-only file bytes: a private memory map for regular files (so a 1 GiB
-// session costs no copy), a heap buffer for pipes and other streams.
+// Read-only bytes of a session file through the Env: a mapping for regular
+// files (so a 1 GiB session costs no copy), a copy for pipes and devices.
 #ifndef COMPACTOR_SRC_UTIL_FILE_H_
 #define COMPACTOR_SRC_UTIL_FILE_H_
 
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 
+#include "compactor/env.h"
 #include "compactor/status.h"
 
 namespace compactor::internal {
 
+// The default bound on bytes read from a pipe, FIFO or device (1 GiB).
+inline constexpr size_t kDefaultMaxStreamBytes = size_t{1} << 30;
+
 class FileBytes {
  public:
   FileBytes() = default;
-  FileBytes(FileBytes&& o) noexcept;
-  FileBytes& operator=(FileBytes&& o) noexcept;
+  FileBytes(FileBytes&& o) noexcept = default;
+  FileBytes& operator=(FileBytes&& o) noexcept = default;
   FileBytes(const FileBytes&) = delete;
   FileBytes& operator=(const FileBytes&) = delete;
-  ~FileBytes();
 
-  // Errors: kNotFound (no such file), kIoError (a directory, unreadable).
-  static Result<FileBytes> Open(const std::string& path);
+  // Errors: kNotFound "PATH: no such file", kIoError for a directory ("PATH:
+  // is a directory, not a session file") or an unreadable file.
+  // Pipes, FIFOs and devices are read into memory, at most `max_stream_bytes`
+  // (more: kFailedPrecondition "PATH: more than N bytes (the input limit)");
+  // regular files are mapped whatever their size.
+  static Result<FileBytes> Open(Env* env, const std::string& path,
+                                size_t max_stream_bytes = kDefaultMaxStreamBytes);
 
-  const char* data() const { return data_; }
-  size_t size() const { return size_; }
+  const char* data() const { return map_ ? map_->data() : buffer_.data(); }
+  size_t size() const { return map_ ? map_->size() : buffer_.size(); }
+  // The file's identity when it was opened; nullopt for pipes and devices.
+  std::optional<FileIdentity> identity() const;
   // Tells the kernel the mapped range [offset, offset+len) will not be needed
   // soon, so resident memory stays bounded while a large file is scanned once.
   // The bytes stay readable (they are paged in again on access).
-  void Release(size_t offset, size_t len) const;
+  // True once another process truncated the mapped file while it was read
+  // (MappedFile::truncated): the bytes cannot be trusted.
+  bool truncated() const { return map_ && map_->truncated(); }
+  void Release(size_t offset, size_t len) const {
+    if (map_) map_->Release(offset, len);
+  }
 
  private:
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-  bool mapped_ = false;
-  std::string buffer_;
+  std::unique_ptr<MappedFile> map_;
+  std::string buffer_;  // pipes and devices
 };
-
-// Reads a whole file (small files: settings, notes).
-Result<std::string> ReadFile(const std::string& path);
 
 }  // namespace compactor::internal
 

@@ -283,4 +283,33 @@ bool RepairForJsonParse(std::string_view json, int error, std::string* out) {
   return true;
 }
 
+bool JsonNestingExceeds(std::string_view json, size_t limit) {
+  size_t openers = 0;
+  for (char ch : json) openers += static_cast<size_t>(ch == '{') + static_cast<size_t>(ch == '[');
+  if (openers <= limit) return false;
+  // Enough brackets to matter: count depth outside strings. Iterative by
+  // design (this guards the recursive walks).
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char ch = json[i];
+    if (in_string) {
+      if (ch == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (ch == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+    } else if (ch == '{' || ch == '[') {
+      if (++depth > limit) return true;
+    } else if ((ch == '}' || ch == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 }  // namespace compactor::internal

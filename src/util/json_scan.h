@@ -48,6 +48,18 @@ bool ReplaceOutOfRangeNumbers(std::string_view json, std::string* out);
 // when no repair applies.
 bool RepairForJsonParse(std::string_view json, int error, std::string* out);
 
+// The deepest nesting of objects and arrays an entry may have. Walks over a
+// value (estimates, canonical JSON, message parsing, nlohmann's dump and
+// copies) recurse once per level, so a deeper line is refused before any of
+// them sees it; pi's own JSON.stringify gives up at a similar depth.
+inline constexpr size_t kMaxJsonNesting = 1024;
+
+// True when objects and arrays in `json` nest deeper than `limit` levels
+// (brackets inside strings do not count). Text with at most `limit` opening
+// brackets is accepted by a single counting pass (no branch per byte), so the
+// check costs little on ordinary lines. `json` need not be valid JSON.
+bool JsonNestingExceeds(std::string_view json, size_t limit);
+
 }  // namespace compactor::internal
 
 #endif  // COMPACTOR_SRC_UTIL_JSON_SCAN_H_

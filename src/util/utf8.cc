@@ -9,6 +9,8 @@
 #include <immintrin.h>
 #endif
 
+#include "util/kernel.h"
+
 namespace compactor::internal {
 
 bool IsValidUtf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
@@ -31,55 +33,100 @@ void AppendUtf8(std::string& out, uint32_t cp) {
   }
 }
 
-std::string ReplaceInvalidUtf8(std::string_view s) {
-  static constexpr char kReplacement[] = "\xEF\xBF\xBD";
-  std::string out;
-  out.reserve(s.size() + 16);
+int ToUtf16(uint32_t cp, uint16_t units[2]) {
+  if (cp >= 0x10000) {
+    cp -= 0x10000;
+    units[0] = static_cast<uint16_t>(0xD800 + (cp >> 10));
+    units[1] = static_cast<uint16_t>(0xDC00 + (cp & 0x3FF));
+    return 2;
+  }
+  units[0] = static_cast<uint16_t>(cp);
+  return 1;
+}
+
+size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* cp) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    unsigned char c = p[i];
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-      continue;
+  const unsigned char c = p[i];
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  // Expected continuation bytes and the valid range of the first of them
+  // (the WHATWG decoder's bounds: no overlong forms, surrogates or code
+  // points above U+10FFFF).
+  int need = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  uint32_t v = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+    v = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    v = c & 0x0F;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    v = c & 0x07;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    *cp = 0xFFFD;
+    return 1;
+  }
+  size_t j = i + 1;
+  for (int got = 0; got < need; ++got, ++j) {
+    if (j >= n || p[j] < lo || p[j] > hi) {
+      *cp = 0xFFFD;  // the maximal subpart [i, j) becomes one U+FFFD
+      return j - i;
     }
-    // Expected length and the valid range of the second byte (WHATWG decoder).
-    int need = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
+    v = (v << 6) | (p[j] & 0x3F);
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  *cp = v;
+  return j - i;
+}
+
+size_t FindInvalidUtf8(std::string_view s) {
+  if (IsValidUtf8(s)) return std::string_view::npos;
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp;
+    const size_t len = DecodeUtf8(s, i, &cp);
+    // U+FFFD written out (EF BF BD) is valid; a replaced subpart never has 3
+    // bytes that decode to it.
+    if (cp == 0xFFFD && !(len == 3 && s.compare(i, 3, "\xEF\xBF\xBD") == 0)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+std::string ReplaceInvalidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp;
+    const size_t len = DecodeUtf8(s, i, &cp);
+    if (cp == 0xFFFD) {
+      out += "\xEF\xBF\xBD";  // an invalid subpart, or U+FFFD itself
     } else {
-      out += kReplacement;
-      ++i;
-      continue;
+      out.append(s.data() + i, len);
     }
-    size_t j = i + 1;
-    int got = 0;
-    while (got < need && j < n) {
-      unsigned char b = p[j];
-      unsigned char l = got == 0 ? lo : 0x80, h = got == 0 ? hi : 0xBF;
-      if (b < l || b > h) break;
-      ++j;
-      ++got;
-    }
-    if (got == need) {
-      out.append(reinterpret_cast<const char*>(p + i), j - i);
-    } else {
-      out += kReplacement;  // the maximal subpart becomes one U+FFFD
-    }
-    i = j;
+    i += len;
   }
   return out;
+}
+
+int64_t Utf16Length(std::string_view s) {
+  if (IsValidUtf8(s)) return Utf16LengthValid(s);
+  int64_t units = 0;
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp;
+    i += DecodeUtf8(s, i, &cp);
+    units += cp >= 0x10000 ? 2 : 1;
+  }
+  return units;
 }
 
 namespace {
@@ -169,6 +216,14 @@ size_t CountBlocksAvx2(const unsigned char* s, size_t n, BodyCounts* r) {
 }  // namespace
 
 JsonStringBodyScan ScanJsonStringBody(std::string_view body) {
+#ifndef COMPACTOR_KERNEL
+  // The copy of this function compiled for the active CPU kernel, if any.
+  if (auto* kernel = ActiveKernel().scan_json_string_body) {
+    JsonStringBodyScan out;
+    kernel(body, &out);
+    return out;
+  }
+#endif
   JsonStringBodyScan out;
   const auto* s = reinterpret_cast<const unsigned char*>(body.data());
   const size_t n = body.size();
@@ -308,3 +363,10 @@ std::string ReplaceLoneSurrogateEscapes(std::string_view json) {
 }
 
 }  // namespace compactor::internal
+
+#ifdef COMPACTOR_KERNEL
+extern "C" void COMPACTOR_KERNEL_ENTRY(scan_json_string_body)(
+    std::string_view body, compactor::internal::JsonStringBodyScan* out) {
+  *out = compactor::internal::ScanJsonStringBody(body);
+}
+#endif

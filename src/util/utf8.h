@@ -1,7 +1,10 @@
-// UTF-8 helpers shared by the reader, the estimator and the JSON writer.
+// UTF-8: the one place for validation, the WHATWG repair, encoding a code
+// point and lengths in UTF-16 units (JavaScript's String.length). The reader,
+// the estimator, the tokenizer, the summarizers and the JSON writer use these.
 #ifndef COMPACTOR_SRC_UTIL_UTF8_H_
 #define COMPACTOR_SRC_UTIL_UTF8_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -10,12 +13,27 @@ namespace compactor::internal {
 
 bool IsValidUtf8(std::string_view s);
 
+// Offset of the first byte of the first invalid sequence, or npos.
+size_t FindInvalidUtf8(std::string_view s);
+
+// Decodes the sequence starting at s[i] (i < s.size()). Returns its length in
+// bytes and sets *cp to its code point; for an invalid sequence, returns the
+// length of its maximal subpart (at least 1), which the WHATWG decoder (Node's
+// TextDecoder and Buffer#toString) turns into one U+FFFD, and sets *cp to
+// U+FFFD.
+size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* cp);
+
 // Replaces every invalid sequence by U+FFFD the way Node's UTF-8 decoder
 // (WHATWG "maximal subpart") does, so that lines with broken bytes read as pi
 // reads them.
 std::string ReplaceInvalidUtf8(std::string_view s);
 
-// JavaScript string length (UTF-16 code units) of a valid UTF-8 string.
+// JavaScript's String.length of the text Node decodes from these bytes: UTF-16
+// code units, each maximal invalid subpart one unit (U+FFFD).
+int64_t Utf16Length(std::string_view s);
+
+// Utf16Length of a valid UTF-8 string (REQUIRES: valid; any byte string gets
+// a count, but invalid input counts as no decoder would).
 inline int64_t Utf16LengthValid(std::string_view s) {
   int64_t n = 0;
   for (unsigned char c : s) {
@@ -48,8 +66,11 @@ JsonStringBodyScan ScanJsonStringBody(std::string_view body);
 // Returns -1 when the token is not a well-formed string.
 int64_t JsonStringTokenUtf16Length(std::string_view token);
 
-// Appends the UTF-8 encoding of a code point.
+// Appends the UTF-8 encoding of a code point (REQUIRES: cp <= 0x10FFFF).
 void AppendUtf8(std::string& out, uint32_t cp);
+
+// The UTF-16 code units of a code point: writes one or two and returns how many.
+int ToUtf16(uint32_t cp, uint16_t units[2]);
 
 }  // namespace compactor::internal
 

@@ -139,8 +139,18 @@ TEST(Cli, TreeMarksActivePathAndLabels) {
   auto j = RunCli({"tree", f, "--json"});
   ASSERT_EQ(j.exit_code, 0);
   auto t = nlohmann::json::parse(j.out);
-  EXPECT_EQ(t["roots"][0]["label"], "start");
-  EXPECT_EQ(t["roots"][0]["children"].size(), 2u);
+  // Version 2: flat, in file order, linked by parentId (docs/cli.md).
+  EXPECT_EQ(t["version"], 2);
+  EXPECT_EQ(t["leafId"], "b1");
+  ASSERT_EQ(t["entries"].size(), 4u);
+  EXPECT_EQ(t["entries"][0]["id"], "a1");
+  EXPECT_EQ(t["entries"][0]["label"], "start");
+  EXPECT_EQ(t["entries"][0]["parentId"], nullptr);
+  EXPECT_EQ(t["entries"][0]["active"], true);
+  size_t children_of_a1 = 0;
+  for (const auto& e : t["entries"]) children_of_a1 += e["parentId"] == "a1" ? 1 : 0;
+  EXPECT_EQ(children_of_a1, 2u);
+  EXPECT_EQ(t["entries"][1]["active"], false);  // a2: the branch left
 }
 
 TEST(Cli, TokensForTextAndSessions) {

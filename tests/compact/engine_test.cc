@@ -12,69 +12,20 @@
 #include "compactor/estimate.h"
 #include "compactor/message.h"
 #include "compactor/prepare.h"
+#include "compactor/strategy.h"
 #include "compactor/writer.h"
+#include "support/compaction_fixtures.h"
 #include "support/oracle.h"
 #include "support/test_util.h"
 
 namespace compactor {
 namespace {
 
+using testing::MakeSession;
+using testing::Options;
 using testing::ReadFileOrDie;
+using testing::RecordingSummarizer;
 using testing::TempDir;
-
-// A summarizer that records what it was asked, so tests can check the engine's
-// requests without depending on the offline summarizer's wording.
-class RecordingSummarizer : public Summarizer {
- public:
-  std::string_view name() const override { return "recording"; }
-  Result<std::string> Summarize(const SummaryRequest& r) const override {
-    COMPACTOR_RETURN_IF_ERROR(CheckSummarizable(r));
-    ++calls;
-    last_kind = EffectiveKind(r);
-    last_instructions = r.custom_instructions;
-    return std::string("SUMMARY(") + std::string(SummaryKindName(EffectiveKind(r))) + "," +
-           std::to_string(r.messages.size()) + ")";
-  }
-  mutable std::atomic<int> calls{0};
-  mutable SummaryKind last_kind = SummaryKind::kHistory;
-  mutable std::string last_instructions;
-};
-
-// A session of `turns` user/assistant/tool turns with ~`chars` characters of tool output each.
-std::string MakeSession(int turns, int chars) {
-  std::string text = MakeSessionHeader({"sess", "2026-01-01T00:00:00.000Z", "/w", ""}) + "\n";
-  std::string parent;
-  int n = 0;
-  auto add = [&](const std::string& msg) {
-    std::string id = "e" + std::to_string(++n);
-    text += MakeMessageEntry({id, parent, "2026-01-01T00:00:01.000Z"}, msg) + "\n";
-    parent = id;
-  };
-  for (int t = 0; t < turns; ++t) {
-    add(R"({"role":"user","content":"please edit file )" + std::to_string(t) +
-        R"(.ts","timestamp":1})");
-    add(R"({"role":"assistant","content":[{"type":"toolCall","id":"c)" + std::to_string(t) +
-        R"(","name":"edit","arguments":{"path":"src/f)" + std::to_string(t) +
-        R"(.ts"}}],"provider":"p","model":"m","usage":{"input":)" + std::to_string(1000 * (t + 1)) +
-        R"(,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":)" +
-        std::to_string(1000 * (t + 1) + 10) + R"(},"stopReason":"toolUse","timestamp":2})");
-    add(R"({"role":"toolResult","toolCallId":"c)" + std::to_string(t) +
-        R"(","toolName":"edit","content":[{"type":"text","text":")" +
-        std::string(static_cast<size_t>(chars), 'x') + R"("}],"isError":false,"timestamp":3})");
-    add(R"({"role":"assistant","content":[{"type":"text","text":"done )" + std::to_string(t) +
-        R"("}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":)" +
-        std::to_string(1000 * (t + 1) + 20) + R"(},"stopReason":"stop","timestamp":4})");
-  }
-  return text;
-}
-
-CompactOptions Options(const Summarizer* s) {
-  CompactOptions o;
-  o.summarizer = s;
-  o.settings.keep_recent_tokens = 2000;
-  o.now_ms = [] { return int64_t{1767225600000}; };
-  return o;
-}
 
 TEST(Engine, SummaryAppendsACompactionPiAndCompactorRebuild) {
   TempDir d;
@@ -283,6 +234,22 @@ TEST(Engine, SkipsWithReasons) {
   EXPECT_EQ(CompactFile(big, bad).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(Engine, UnknownStrategyIsRefusedBeforeAnyWork) {
+  TempDir d;
+  RecordingSummarizer sum;
+  std::string big = d.Write("big.jsonl", MakeSession(20, 2000));
+  std::string before = ReadFileOrDie(big);
+  CompactOptions o = Options(&sum);
+  o.settings.strategy = "everything";
+  auto r = CompactFile(big, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("unknown strategy \"everything\""), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(sum.calls, 0);
+  EXPECT_EQ(ReadFileOrDie(big), before);
+}
+
 TEST(Engine, IneffectiveCompactionIsReported) {
   TempDir d;
   RecordingSummarizer sum;
@@ -360,7 +327,7 @@ TEST(Engine, UserPromptsKeepsPromptsAndRebuildsThem) {
   RecordingSummarizer sum;
   std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
   CompactOptions o = Options(&sum);
-  o.strategy = Strategy::kUserPrompts;
+  o.strategy = FindStrategy("user-prompts");
   auto r = CompactFile(path, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->compacted);
@@ -379,7 +346,7 @@ TEST(Engine, UserPromptsKeepsPromptsAndRebuildsThem) {
   EXPECT_EQ(pi_view->messages[0].role, Role::kCompactionSummary);
   // Compactor's view: 20 user prompts, then the user-role summary.
   ContextOptions co;
-  co.expand_compactions = true;
+  co.expander = StrategyExpander();
   auto ours = BuildSessionContext(**s, co);
   ASSERT_TRUE(ours.ok());
   ASSERT_EQ(ours->messages.size(), 21u);
@@ -393,7 +360,7 @@ TEST(Engine, NotesStrategyUsesTheNotesFile) {
   TempDir d;
   std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
   CompactOptions o = Options(nullptr);
-  o.strategy = Strategy::kNotes;
+  o.strategy = FindStrategy("notes");
   o.notes_path = d.Write("notes.md", "  \n");
   auto empty = CompactFile(path, o);
   ASSERT_TRUE(empty.ok());
@@ -419,7 +386,7 @@ TEST(Engine, HandoffWritesANewSessionAndLeavesTheOldOne) {
   std::string path = d.Write("s.jsonl", MakeSession(5, 100));
   std::string before = ReadFileOrDie(path);
   CompactOptions o = Options(&sum);
-  o.strategy = Strategy::kHandoff;
+  o.strategy = FindStrategy("handoff");
   auto r = CompactFile(path, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->compacted);
@@ -441,7 +408,7 @@ TEST(Engine, MaskRewritesOldToolOutputsInPlace) {
   std::string path = d.Write("s.jsonl", MakeSession(20, 2000));
   std::string before = ReadFileOrDie(path);
   CompactOptions o = Options(nullptr);
-  o.strategy = Strategy::kMask;
+  o.strategy = FindStrategy("mask");
   o.dry_run = true;
   auto dry = CompactFile(path, o);
   ASSERT_TRUE(dry.ok()) << dry.status().ToString();
@@ -462,8 +429,8 @@ TEST(Engine, MaskRewritesOldToolOutputsInPlace) {
 }
 
 TEST(Engine, ParseStrategyNames) {
-  EXPECT_EQ(*ParseStrategy("context-full"), Strategy::kSummary);
-  EXPECT_EQ(*ParseStrategy("user-prompts"), Strategy::kUserPrompts);
+  EXPECT_EQ((*ParseStrategy("context-full"))->name(), "summary");
+  EXPECT_EQ((*ParseStrategy("user-prompts"))->name(), "user-prompts");
   EXPECT_EQ(ParseStrategy("magic").status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -478,10 +445,10 @@ TEST(EngineOracle, PiLoadsCompactedFilesAndBuildsTheSameContext) {
   COMPACTOR_REQUIRE_ORACLE();
   TempDir d;
   RecordingSummarizer sum;
-  for (Strategy st : {Strategy::kSummary, Strategy::kUserPrompts}) {
-    std::string path = d.Write(std::string(StrategyName(st)) + ".jsonl", MakeSession(20, 2000));
+  for (std::string_view st : {"summary", "user-prompts"}) {
+    std::string path = d.Write(std::string(st) + ".jsonl", MakeSession(20, 2000));
     CompactOptions o = Options(&sum);
-    o.strategy = st;
+    o.strategy = FindStrategy(st);
     auto r = CompactFile(path, o);
     ASSERT_TRUE(r.ok() && r->compacted);
     // Another turn after the compaction, as an agent would append.
@@ -495,7 +462,7 @@ TEST(EngineOracle, PiLoadsCompactedFilesAndBuildsTheSameContext) {
     ASSERT_EQ(ours.exit_code, 0) << ours.err;
     auto pj = nlohmann::json::parse(pi.out);
     auto oj = nlohmann::json::parse(ours.out);
-    EXPECT_EQ(oj["messages"], pj["contextMessages"]) << StrategyName(st);
+    EXPECT_EQ(oj["messages"], pj["contextMessages"]) << st;
     EXPECT_EQ(oj["leafId"], pj["leafId"]);
   }
 }

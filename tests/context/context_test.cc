@@ -136,6 +136,84 @@ TEST(Context, FirstKeptEntryNotOnPathKeepsNothingBeforeTheCompaction) {
   EXPECT_EQ(Roles(*c), (std::vector<std::string>{"compactionSummary", "user"}));
 }
 
+// The representation hook without any strategy: an expander that stands for
+// a compaction with every earlier message, tool outputs shown as placeholders
+// (what a masking strategy stored as a compaction entry could do).
+class PlaceholderExpander : public CompactionExpander {
+ public:
+  bool Expand(const CompactionOnPath& c, std::vector<ContextMessage>* out) const override {
+    ++calls;
+    if (c.session.StringField(c.path[c.path_index], "method") != "placeholders") return false;
+    for (size_t k = 0; k < c.path_index; ++k) {
+      std::optional<ContextMessage> m = EntryMessage(c.session, c.path[k]);
+      if (!m || m->role == Role::kCompactionSummary) continue;
+      if (m->role == Role::kToolResult) {
+        m->stored = {};
+        m->owned = R"({"role":"toolResult","toolCallId":"t","toolName":"read",)"
+                   R"("content":[{"type":"text","text":"[output elided]"}],"isError":false,)"
+                   R"("timestamp":1})";
+        m->origin = "placeholder";
+      }
+      out->push_back(std::move(*m));
+    }
+    return true;
+  }
+  mutable int calls = 0;
+};
+
+TEST(Context, AnExpanderRebuildsItsOwnCompactions) {
+  Builder b;
+  std::string u1 = b.User("u1", "");
+  std::string r1 =
+      b.Add(R"("message","message":{"role":"toolResult","toolCallId":"t","toolName":"read",)"
+            R"("content":[{"type":"text","text":"a long output"}],"isError":false,"timestamp":1})",
+            u1);
+  std::string a1 = b.Assistant("a1", r1);
+  std::string c1 = b.Add(R"("compaction","summary":"s","firstKeptEntryId":")" + a1 +
+                             R"(","tokensBefore":9,"method":"placeholders")",
+                         a1);
+  std::string u2 = b.User("u2", c1);
+  auto s = b.Load();
+  PlaceholderExpander expander;
+  ContextOptions o;
+  o.expander = &expander;
+  auto ours = BuildSessionContext(*s, o);
+  ASSERT_TRUE(ours.ok());
+  EXPECT_EQ(expander.calls, 1);
+  EXPECT_EQ(Roles(*ours), (std::vector<std::string>{"user", "toolResult", "assistant", "user"}));
+  EXPECT_EQ(ours->messages[1].origin, "placeholder");
+  EXPECT_NE(std::string(ours->messages[1].json()).find("[output elided]"), std::string::npos);
+  EXPECT_EQ(s->entry(ours->messages[3].entry_index).id, u2);  // entries after it as usual
+  // Without the hook: pi's view (the summary, the kept assistant, u2).
+  auto pi = BuildSessionContext(*s);
+  ASSERT_TRUE(pi.ok());
+  EXPECT_EQ(Roles(*pi), (std::vector<std::string>{"compactionSummary", "assistant", "user"}));
+}
+
+// An expander that declines after appending leaves pi's view, unchanged.
+TEST(Context, ADeclinedExpansionLeavesPiView) {
+  class Declining : public CompactionExpander {
+   public:
+    bool Expand(const CompactionOnPath& c, std::vector<ContextMessage>* out) const override {
+      out->push_back(*EntryMessage(c.session, c.path[0]));
+      return false;
+    }
+  } declining;
+  Builder b;
+  std::string u1 = b.User("u1", "");
+  std::string a1 = b.Assistant("a1", u1);
+  std::string c1 = b.Add(
+      R"("compaction","summary":"s","firstKeptEntryId":")" + a1 + R"(","tokensBefore":9)", a1);
+  b.User("u2", c1);
+  auto s = b.Load();
+  ContextOptions o;
+  o.expander = &declining;
+  auto ours = BuildSessionContext(*s, o);
+  auto pi = BuildSessionContext(*s);
+  ASSERT_TRUE(ours.ok() && pi.ok());
+  EXPECT_EQ(ContextToJson(*ours), ContextToJson(*pi));
+}
+
 TEST(Estimate, FollowsPiPerRoleRules) {
   EXPECT_EQ(EstimateMessageTokens(R"({"role":"user","content":"abcde"})"), 2);
   EXPECT_EQ(

@@ -69,7 +69,7 @@ TEST(ExtractTest, RulesOnASmallSession) {
   jsonl += Line("r8", "a8", Result("t8", "bash", "src/a.ts:1: foo", false));
   auto session = Session::FromString(jsonl, "x.jsonl");
   ASSERT_TRUE(session.ok()) << session.status().ToString();
-  FactFile f = ExtractFacts(**session);
+  FactFile f = ExtractProbeFacts(**session);
   // Read-only exploration commands are noise, not command facts.
   EXPECT_EQ(Counts(f)[FactKind::kCommand], 2);
   EXPECT_EQ(f.source, "extracted");
@@ -116,7 +116,7 @@ TEST(ExtractTest, FixturesYieldPlausibleCounts) {
        {Expect{"compacted.v3.jsonl", 10, 2, 30, 3}, Expect{"long.v3.jsonl", 20, 5, 30, 5}}) {
     auto session = Session::Open(testing::FixturePath(std::string("pi/") + e.file));
     ASSERT_TRUE(session.ok()) << session.status().ToString();
-    FactFile f = ExtractFacts(**session);
+    FactFile f = ExtractProbeFacts(**session);
     auto c = Counts(f);
     EXPECT_EQ(c[FactKind::kGoal], 1) << e.file;
     EXPECT_GE(c[FactKind::kFileModified], e.min_modified) << e.file;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compactor/eval.h"
+#include "compactor/strategy.h"
 #include "compactor/summarizer.h"
 #include "support/test_util.h"
 
@@ -61,7 +62,7 @@ TEST(RunnerTest, SummaryStrategyScoresWhatTheSummaryKeeps) {
   FixedSummarizer summarizer("## Goal\n" + goal->text + "\n\n## Decisions\n- " + stale->text +
                              "\n");
   EvalConfig config;
-  config.strategy = Strategy::kSummary;
+  config.strategy = FindStrategy("summary");
   config.compact.summarizer = &summarizer;
   config.summarizer_name = "fixed";
   const std::string before = (*session).ToV3Jsonl();
@@ -118,7 +119,7 @@ TEST(RunnerTest, UnsupportedStrategyIsSkippedNotScored) {
   ASSERT_TRUE(session);
   FixedSummarizer summarizer("x");
   EvalConfig config;
-  config.strategy = Strategy::kNotes;  // no notes file given
+  config.strategy = FindStrategy("notes");  // no notes file given
   config.compact.summarizer = &summarizer;
   auto ev = EvaluateSession(*session, g.facts, config);
   ASSERT_TRUE(ev.ok()) << ev.status().ToString();
@@ -136,7 +137,7 @@ TEST(RunnerTest, EmptyNotesAreSkippedNotScored) {
   testing::TempDir dir;
   for (const std::string& content : {std::string(), std::string("\n  \n\t\n")}) {
     EvalConfig config;
-    config.strategy = Strategy::kNotes;
+    config.strategy = FindStrategy("notes");
     config.compact.notes_path = dir.Write("eval-0003.notes.md", content);
     auto ev = EvaluateSession(*session, g.facts, config);
     ASSERT_TRUE(ev.ok()) << ev.status().ToString();
@@ -164,7 +165,7 @@ TEST(QualityGateTest, NotesStrategyScoresTheAgentsNotes) {
     auto session = Load(g);
     ASSERT_TRUE(session);
     EvalConfig config;
-    config.strategy = Strategy::kNotes;
+    config.strategy = FindStrategy("notes");
     config.compact.notes_path = dir.Write(g.name + ".notes.md", g.notes);
     auto ev = EvaluateSession(*session, g.facts, config);
     ASSERT_TRUE(ev.ok()) << ev.status().ToString();
@@ -199,7 +200,7 @@ TEST(QualityGateTest, OfflineSummarizerMeetsTargets) {
       auto session = Load(g);
       ASSERT_TRUE(session);
       EvalConfig config;
-      config.strategy = Strategy::kSummary;
+      config.strategy = FindStrategy("summary");
       auto ev = EvaluateSession(*session, g.facts, config);
       ASSERT_TRUE(ev.ok()) << ev.status().ToString();
       ASSERT_TRUE(ev->compacted) << ev->skipped_reason;

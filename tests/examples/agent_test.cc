@@ -244,6 +244,27 @@ TEST_F(AgentTest, StreamedToolCallsAreAssembled) {
   EXPECT_EQ(messages[1]["message"]["usage"]["input"], 50);
 }
 
+TEST_F(AgentTest, KeyEchoedInAnErrorBodyReachesNeitherTheSessionNorTheJson) {
+  // Issue 12: a body echoing the key across the 4,000-byte cut leaked its
+  // beginning into the session's error message and --json.
+  const std::string key = "sk-agent-SECRET-0123456789abcdef";
+  ::setenv("COMPACTOR_AGENT_TEST_KEY", key.c_str(), 1);
+  std::string body = R"({"error":{"message":")" + std::string(3975, 'x') + "key " + key +
+                     R"( is not valid here","type":"invalid_request_error"}})";
+  server_.Push(FakeReply(400, body));
+  RunResult r = Run({"--api-key-env", "COMPACTOR_AGENT_TEST_KEY", "--json", "hello"});
+  ::unsetenv("COMPACTOR_AGENT_TEST_KEY");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.requests()[0].headers["authorization"], "Bearer " + key);
+  std::string session = ReadFileOrDie(session_);
+  for (const std::string* text : {&r.out, &r.err, &session}) {
+    EXPECT_THAT(*text, Not(HasSubstr("sk-a"))) << text->substr(0, 200);
+    EXPECT_THAT(*text, Not(HasSubstr("SECRET")));
+  }
+  EXPECT_THAT(r.out, HasSubstr("400"));
+}
+
 TEST_F(AgentTest, FailuresAreReportedWithExitCodes) {
   RunResult help = RunProgram({COMPACTOR_AGENT_PATH, "--help"});
   EXPECT_EQ(help.exit_code, 0);

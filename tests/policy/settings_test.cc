@@ -9,6 +9,8 @@
 #include <map>
 #include <string>
 
+#include "compactor/mem_env.h"
+
 namespace compactor {
 namespace {
 
@@ -24,11 +26,11 @@ TEST(CompactionSettingsTest, DocumentedDefaults) {
   EXPECT_EQ(s.threshold_percent, -1);
   EXPECT_EQ(s.threshold_tokens, -1);
   EXPECT_EQ(s.context_window, 0);
-  EXPECT_EQ(s.trigger, "pi");
-  EXPECT_EQ(s.keep_policy, "tokens");
+  EXPECT_EQ(s.trigger, TriggerPreset::kPi);
+  EXPECT_EQ(s.keep_policy, KeepPolicy::kRecentTokens);
   EXPECT_EQ(s.keep_turns, 6);
   EXPECT_EQ(s.keep_messages, 4);
-  EXPECT_EQ(s.tokenizer, "estimate");
+  EXPECT_EQ(s.tokenizer, std::nullopt);  // "estimate"
   EXPECT_FALSE(s.pruning.enabled);
   EXPECT_EQ(s.pruning.protect_tokens, 40000);
   EXPECT_EQ(s.pruning.minimum_savings, 20000);
@@ -54,8 +56,9 @@ TEST(ParseSettingsJsonTest, FlatKeys) {
   EXPECT_DOUBLE_EQ(s.threshold_percent, 80.5);
   EXPECT_EQ(s.threshold_tokens, 150000);
   EXPECT_EQ(s.context_window, 272000);
-  EXPECT_EQ(s.trigger, "omp");
-  EXPECT_EQ(s.keep_policy, "turns");
+  EXPECT_EQ(s.trigger, TriggerPreset::kOmp);
+  EXPECT_EQ(s.keep_policy, KeepPolicy::kLastTurns);
+  EXPECT_EQ(s.tokenizer, std::nullopt);
   EXPECT_EQ(s.keep_turns, 3);
   EXPECT_EQ(s.keep_messages, 7);
   EXPECT_TRUE(s.pruning.enabled);
@@ -122,7 +125,9 @@ TEST(ParseSettingsJsonTest, RoundTripsThroughSettingsToJson) {
   CompactionSettings s;
   s.reserve_tokens = 1234;
   s.threshold_percent = 42.5;
-  s.trigger = "kimi";
+  s.trigger = TriggerPreset::kKimi;
+  s.keep_policy = KeepPolicy::kOpencode;
+  s.tokenizer = Encoding::kCl100kBase;
   s.pruning.protected_tools = {"a", "b"};
   auto r = ParseSettingsJson(SettingsToJson(s), "round");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -130,78 +135,139 @@ TEST(ParseSettingsJsonTest, RoundTripsThroughSettingsToJson) {
   EXPECT_EQ(SettingsToJson(r->settings), SettingsToJson(s));
 }
 
-// An in-memory file system whose files the test edits between checks.
-class FakeFs : public SettingsFileSystem {
- public:
-  void Write(const std::string& path, std::string contents) {
-    auto& f = files_[path];
-    f.contents = std::move(contents);
-    f.stamp.exists = true;
-    f.stamp.size = static_cast<int64_t>(f.contents.size());
-    f.stamp.mtime_ns = ++clock_;
-  }
-  // Rewrites the contents without changing size or mtime (a change the stamp cannot see).
-  void Sneak(const std::string& path, std::string contents) { files_[path].contents = contents; }
-  void Remove(const std::string& path) { files_.erase(path); }
-  Result<FileStamp> Stat(const std::string& path) override {
-    ++stats;
-    auto it = files_.find(path);
-    return it == files_.end() ? FileStamp{} : it->second.stamp;
-  }
-  Result<std::string> ReadFile(const std::string& path) override {
-    ++reads;
-    auto it = files_.find(path);
-    if (it == files_.end()) return Status::NotFound(path);
-    return it->second.contents;
-  }
-  int stats = 0, reads = 0;
+// trigger, keepPolicy and tokenizer are parsed once, at load, into their enums.
+TEST(ParseSettingsJsonTest, NamesAreParsedIntoEnums) {
+  auto r = ParseSettingsJson(
+      R"({"trigger": "codex", "keepPolicy": "opencode", "tokenizer": "o200k_base",
+          "compaction": {"tokenizer": "cl100k"}})",
+      "e.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->settings.trigger, TriggerPreset::kCodex);
+  EXPECT_EQ(r->settings.keep_policy, KeepPolicy::kOpencode);
+  EXPECT_EQ(r->settings.tokenizer, Encoding::kCl100kBase);  // the nested value wins
+  auto estimate = ParseSettingsJson(R"({"tokenizer": "estimate"})", "e.json");
+  ASSERT_TRUE(estimate.ok());
+  EXPECT_EQ(estimate->settings.tokenizer, std::nullopt);
+  EXPECT_EQ(*ParseTokenizerSetting("o200k"), Encoding::kO200kBase);
+  EXPECT_EQ(TokenizerSettingName(Encoding::kO200kBase), "o200k");
+  EXPECT_EQ(TokenizerSettingName(std::nullopt), "estimate");
+  EXPECT_EQ(*ParseKeepPolicy("messages"), KeepPolicy::kLastMessages);
+  EXPECT_EQ(KeepPolicyName(KeepPolicy::kLastTurns), "turns");
+}
 
- private:
-  struct File {
-    std::string contents;
-    FileStamp stamp;
+// The messages of the settings file format, word for word.
+TEST(ParseSettingsJsonTest, NameErrorsAreWordForWord) {
+  struct Case {
+    const char* json;
+    const char* message;
   };
-  std::map<std::string, File> files_;
-  int64_t clock_ = 0;
+  const Case cases[] = {
+      {R"({"trigger": "claude"})",
+       "settings file f.json: trigger: unknown trigger preset \"claude\" (expected one of pi, "
+       "omp, kimi, codex, opencode, nexus, nominal)"},
+      {R"({"keepPolicy": "all"})",
+       "settings file f.json: keepPolicy: unknown keep policy \"all\" (expected tokens, turns, "
+       "messages or opencode)"},
+      {R"({"compaction": {"strategy": "magic"}})",
+       "settings file f.json: compaction.strategy: unknown strategy \"magic\" (expected summary, "
+       "user-prompts, notes, handoff, mask or off)"},
+      {R"({"tokenizer": "p50k"})",
+       "settings file f.json: unknown tokenizer \"p50k\" (estimate, o200k, cl100k)"},
+      // An unknown tokenizer is reported after the type errors of later keys.
+      {R"({"tokenizer": "p50k", "enabled": 1})",
+       "settings file f.json: enabled: expected true or false, got a number"},
+      {R"({"tokenizer": ""})", "settings file f.json: tokenizer: must not be empty"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseSettingsJson(c.json, "f.json");
+    ASSERT_FALSE(r.ok()) << c.json;
+    EXPECT_EQ(r.status().message(), c.message);
+  }
+  for (const char* name :
+       {"summary", "context-full", "user-prompts", "notes", "handoff", "mask", "off"}) {
+    CompactionSettings s;
+    s.strategy = name;
+    EXPECT_TRUE(ValidateSettings(s).ok()) << name;
+  }
+  CompactionSettings bad;
+  bad.strategy = "magic";
+  EXPECT_EQ(ValidateSettings(bad).message(), "unknown strategy \"magic\"");
+}
+
+// The settings file lives in a MemEnv; the test edits it between checks.
+struct MemSettings {
+  std::unique_ptr<MemEnv> env = NewMemEnv();
+  // A new version of the file: the clock moves, so the mtime changes too.
+  void Write(const std::string& path, const std::string& contents) {
+    env->AdvanceMs(1);
+    env->SetFile(path, contents);
+  }
+  // Rewrites the contents in place at the same instant and size: an edit the
+  // file's identity cannot show.
+  void Sneak(const std::string& path, const std::string& contents) { env->SetFile(path, contents); }
 };
 
 TEST(SettingsSourceTest, RereadsOnlyWhenTheFileChanges) {
-  auto fs = std::make_shared<FakeFs>();
-  fs->Write("/s.json", R"({"reserveTokens": 1000})");
-  SettingsSource source("/s.json", {}, fs);
+  MemSettings fs;
+  fs.Write("/s.json", R"({"reserveTokens": 1000})");
+  SettingsSource source("/s.json", {}, fs.env.get());
   auto a = source.Get();
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->reserve_tokens, 1000);
   ASSERT_TRUE(source.Get().ok());
-  EXPECT_EQ(fs->reads, 1);
-  EXPECT_EQ(fs->stats, 2);
-  fs->Sneak("/s.json", R"({"reserveTokens": 2000})");
-  EXPECT_EQ(source.Get()->reserve_tokens, 1000);  // same stamp: not re-read
-  fs->Write("/s.json", R"({"reserveTokens": 3000})");
+  EXPECT_EQ(fs.env->Counters().reads, 1);
+  EXPECT_EQ(fs.env->Counters().stats, 2);
+  fs.Sneak("/s.json", R"({"reserveTokens": 2000})");
+  EXPECT_EQ(source.Get()->reserve_tokens, 1000);  // same identity: not re-read
+  fs.Write("/s.json", R"({"reserveTokens": 3000})");
   EXPECT_EQ(source.Get()->reserve_tokens, 3000);
   EXPECT_EQ(source.reload_count(), 2);
 }
 
 TEST(SettingsSourceTest, ABrokenEditIsReportedUntilFixed) {
-  auto fs = std::make_shared<FakeFs>();
-  fs->Write("/s.json", R"({"keepRecentTokens": 5000})");
-  SettingsSource source("/s.json", {}, fs);
+  MemSettings fs;
+  fs.Write("/s.json", R"({"keepRecentTokens": 5000})");
+  SettingsSource source("/s.json", {}, fs.env.get());
   ASSERT_TRUE(source.Get().ok());
-  fs->Write("/s.json", R"({"keepRecentTokens": "lots"})");
+  fs.Write("/s.json", R"({"keepRecentTokens": "lots"})");
   auto bad = source.Get();
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("/s.json"));
   EXPECT_FALSE(source.Get().ok());  // still broken, cached
   EXPECT_EQ(source.last_good().keep_recent_tokens, 5000);
-  fs->Write("/s.json", R"({"keepRecentTokens": 6000, "oops": 1})");
+  fs.Write("/s.json", R"({"keepRecentTokens": 6000, "oops": 1})");
   auto fixed = source.Get();
   ASSERT_TRUE(fixed.ok());
   EXPECT_EQ(fixed->keep_recent_tokens, 6000);
   ASSERT_EQ(source.warnings().size(), 1u);
-  fs->Remove("/s.json");
+  ASSERT_TRUE(fs.env->RemoveFile("/s.json").ok());
   auto gone = source.Get();
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
+}
+
+// A file replaced by a rename (how editors and WriteFileAtomic save) is a new
+// inode: re-read even when size and mtime happen to match.
+TEST(SettingsSourceTest, AReplacedFileIsReread) {
+  MemSettings fs;
+  fs.Write("/s.json", R"({"reserveTokens": 1000})");
+  SettingsSource source("/s.json", {}, fs.env.get());
+  ASSERT_EQ(source.Get()->reserve_tokens, 1000);
+  ASSERT_TRUE(fs.env->ReplaceFile("/s.json", R"({"reserveTokens": 2000})").ok());
+  EXPECT_EQ(source.Get()->reserve_tokens, 2000);
+}
+
+TEST(SettingsSourceTest, ADirectoryIsAnError) {
+  MemSettings fs;
+  ASSERT_TRUE(fs.env->CreateDirs("/d").ok());
+  SettingsSource source("/d", {}, fs.env.get());
+  auto r = source.Get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_THAT(r.status().message(), HasSubstr("settings file /d: is a directory"));
+  auto loaded = LoadSettingsFile("/missing.json", {}, fs.env.get());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(loaded.status().message(), HasSubstr("settings file /missing.json: not found"));
 }
 
 TEST(SettingsSourceTest, WithoutAPathReturnsTheBase) {

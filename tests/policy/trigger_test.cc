@@ -38,7 +38,8 @@ struct Row {
   Comparison comparison;
 };
 
-// Thresholds straight from compaction-algorithms.md (A2, B2, C1, C2, D, E, G).
+// Thresholds straight from each anchor's source (pi, oh-my-pi, Kimi Code, Codex
+// CLI, OpenCode, Nexus, Nominal Code; docs/settings.md).
 TEST(ResolveThresholdTest, DefaultThresholdsOfEveryPreset) {
   const Row rows[] = {
       {TriggerPreset::kPi, 128000, 111616, Comparison::kGreater},
@@ -277,13 +278,13 @@ TEST(ShouldCompactTest, OverridesApplyToPiWithItsComparison) {
 
 TEST(ShouldCompactTest, PresetFromSettings) {
   CompactionSettings s;
-  s.trigger = "nexus";
+  s.trigger = TriggerPreset::kNexus;
   auto d = ShouldCompact(160001, 200000, s);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->preset, TriggerPreset::kNexus);
   EXPECT_TRUE(d->compact);
-  s.trigger = "bogus";
-  EXPECT_FALSE(ShouldCompact(1, 200000, s).ok());
+  // An unknown name can no longer reach the settings: it fails where it is parsed.
+  EXPECT_EQ(ParseTriggerPreset("bogus").status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ShouldCompactTest, NanNeverFires) {

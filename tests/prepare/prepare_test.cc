@@ -24,7 +24,7 @@ std::unique_ptr<Session> Load(const SessionBuilder& b) {
 }
 
 PrepareResult Prepare(const Session& s, int64_t keep, bool pi_quirks = false,
-                      const std::string& policy = "tokens") {
+                      KeepPolicy policy = KeepPolicy::kRecentTokens) {
   PrepareOptions o;
   o.settings.keep_recent_tokens = keep;
   o.settings.keep_policy = policy;
@@ -253,8 +253,15 @@ TEST(PrepareCompactionTest, InvalidSettingsAreRejected) {
   b.U(10);
   auto s = Load(b);
   PrepareOptions o;
-  o.settings.keep_policy = "everything";
+  o.settings.keep_turns = 0;
   EXPECT_EQ(PrepareCompaction(*s, o).status().code(), StatusCode::kInvalidArgument);
+  // Preparation does not read the strategy: an unknown name is refused where
+  // it is resolved (Engine.UnknownStrategyIsRefusedBeforeAnyWork).
+  o.settings.keep_turns = 1;
+  o.settings.strategy = "everything";
+  EXPECT_TRUE(PrepareCompaction(*s, o).ok());
+  // An unknown keep policy fails where the name is parsed.
+  EXPECT_EQ(ParseKeepPolicy("everything").status().code(), StatusCode::kInvalidArgument);
 }
 
 SessionBuilder ThreeTurns(std::vector<std::string>* ids) {
@@ -272,7 +279,7 @@ TEST(PrepareCompactionTest, KeepLastTurnsPolicy) {
   std::vector<std::string> ids;
   auto s = Load(ThreeTurns(&ids));
   PrepareOptions o;
-  o.settings.keep_policy = "turns";
+  o.settings.keep_policy = KeepPolicy::kLastTurns;
   o.settings.keep_turns = 2;
   auto r = PrepareCompaction(*s, o);
   ASSERT_TRUE(r.ok());
@@ -292,7 +299,7 @@ TEST(PrepareCompactionTest, KeepLastMessagesPolicyNeverStartsWithAToolResult) {
   std::vector<std::string> ids;
   auto s = Load(ThreeTurns(&ids));
   PrepareOptions o;
-  o.settings.keep_policy = "messages";
+  o.settings.keep_policy = KeepPolicy::kLastMessages;
   o.settings.keep_messages = 2;  // would start at the last tool result
   auto r = PrepareCompaction(*s, o);
   ASSERT_TRUE(r.ok());
@@ -307,7 +314,7 @@ TEST(PrepareCompactionTest, OpencodePolicyUsesTheWindowForItsBudget) {
   std::vector<std::string> ids;
   auto s = Load(ThreeTurns(&ids));  // turns of 390 tokens
   PrepareOptions o;
-  o.settings.keep_policy = "opencode";
+  o.settings.keep_policy = KeepPolicy::kOpencode;
   o.settings.context_window = 0;  // budget 2000: two turns fit
   auto r = PrepareCompaction(*s, o);
   ASSERT_TRUE(r.ok());

@@ -581,6 +581,7 @@ TEST(ResponsesCompactTest, ResponseFiltering) {
     {"type":"message","role":"developer","content":[{"type":"input_text","text":"d"}]},
     {"type":"message","role":"user","content":[{"type":"input_text","text":"keep me"}]},
     {"type":"message","role":"user","content":[{"type":"input_text","text":"<system-reminder>x"}]},
+    {"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"}]},
     {"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:x"}]},
     {"type":"reasoning","encrypted_content":"r"},
     {"type":"function_call","call_id":"c"},

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "compactor/llm_summarizer.h"
+#include "compactor/mem_env.h"
 #include "compactor/providers.h"
 #include "support/fake_llm_server.h"
 
@@ -25,43 +26,34 @@ using std::chrono::milliseconds;
 
 constexpr const char* kKey = "sk-test-SECRET-0123456789";
 
-// Records waits instead of sleeping; Now() advances by them.
-class FakeClock : public RetryClock {
+// The waits a MemEnv was asked for (it records them instead of sleeping; its
+// clock advances by them).
+std::vector<milliseconds> SleepsOf(const MemEnv& env) {
+  std::vector<milliseconds> out;
+  for (int64_t ms : env.Sleeps()) out.emplace_back(ms);
+  return out;
+}
+
+// Real time, with the environment variables of another Env.
+class RealTimeEnv : public EnvWrapper {
  public:
-  std::chrono::system_clock::time_point Now() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return now_;
-  }
-  bool SleepFor(milliseconds d, const std::function<bool()>& cancelled) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    sleeps_.push_back(d);
-    now_ += d;
-    return !(cancelled && cancelled());
-  }
-  std::vector<milliseconds> sleeps() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return sleeps_;
+  explicit RealTimeEnv(Env* vars) : EnvWrapper(Env::Default()), vars_(vars) {}
+  std::optional<std::string> GetEnvVar(const std::string& name) override {
+    return vars_->GetEnvVar(name);
   }
 
  private:
-  std::mutex mu_;
-  std::chrono::system_clock::time_point now_ =
-      std::chrono::system_clock::from_time_t(1767225600);  // 2026-01-01T00:00:00Z
-  std::vector<milliseconds> sleeps_;
+  Env* vars_;
 };
 
 class ProviderCallTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.Start()) << "cannot bind 127.0.0.1";
-    clock_ = std::make_shared<FakeClock>();
+    env_->SetEnvVar("TEST_KEY", kKey);
+    env_->SetEnvVar("OTHER_KEY", "sk-other-key-999");
     options_.transport = NewCurlTransport();
-    options_.clock = clock_;
-    options_.get_env = [](const std::string& name) -> std::optional<std::string> {
-      if (name == "TEST_KEY") return std::string(kKey);
-      if (name == "OTHER_KEY") return std::string("sk-other-key-999");
-      return std::nullopt;
-    };
+    options_.env = env_.get();  // starts at 2026-01-01T00:00:00Z
     options_.on_attempt = [this](const std::string&, int, const Status& s) {
       std::lock_guard<std::mutex> lock(log_mu_);
       attempt_log_.push_back(s.ToString());
@@ -94,7 +86,8 @@ class ProviderCallTest : public ::testing::Test {
   }
 
   FakeLlmServer server_;
-  std::shared_ptr<FakeClock> clock_;
+  std::unique_ptr<MemEnv> env_ = NewMemEnv();
+  RealTimeEnv real_time_{env_.get()};
   CallOptions options_;
   std::mutex log_mu_;
   std::vector<std::string> attempt_log_;
@@ -156,7 +149,7 @@ TEST_F(ProviderCallTest, OpenAiResponsesSummary) {
 TEST_F(ProviderCallTest, RemoteSummary) {
   server_.Push({200, FakeLlmServer::RemoteReply("S3")});
   ModelConfig m = Model("remote");
-  m.api_key_env.clear();  // B8: no auth
+  m.api_key_env.clear();  // a remote summarizer may need no auth (oh-my-pi's remoteEndpoint)
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "S3");
@@ -198,7 +191,7 @@ TEST_F(ProviderCallTest, KeyFromRealEnvironment) {
   server_.Push({200, FakeLlmServer::ChatReply("ok")});
   ModelConfig m = Model("openai-chat");
   m.api_key_env = "COMPACTOR_PROVIDER_TEST_KEY";
-  options_.get_env = nullptr;  // std::getenv
+  options_.env = nullptr;  // Env::Default(): the process environment
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ::unsetenv("COMPACTOR_PROVIDER_TEST_KEY");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -216,7 +209,7 @@ TEST_F(ProviderCallTest, AuthFailureFallsBackAndKeyIsRedacted) {
   auto r = CompleteSummary(models, Text(), options_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(server_.request_count(), 2u) << "401 and 403 are not retried";
-  EXPECT_TRUE(clock_->sleeps().empty());
+  EXPECT_TRUE(SleepsOf(*env_).empty());
   EXPECT_THAT(r.status().message(), HasSubstr("403"));
   for (const std::string& line : AttemptLog()) {
     EXPECT_THAT(line, Not(HasSubstr(kKey)));
@@ -239,7 +232,7 @@ TEST_F(ProviderCallTest, RetryTimelineExponentialBackoff) {
   ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
   EXPECT_EQ(out.result->text, "finally");
   EXPECT_EQ(out.attempts, 4);
-  EXPECT_THAT(clock_->sleeps(),
+  EXPECT_THAT(SleepsOf(*env_),
               ::testing::ElementsAre(milliseconds(2000), milliseconds(4000), milliseconds(8000)));
   EXPECT_EQ(server_.request_count(), 4u);
 }
@@ -255,7 +248,7 @@ TEST_F(ProviderCallTest, RetriesExhaustedThenNextCandidate) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "second model");
   EXPECT_EQ(server_.request_count(), 5u) << "1 + 3 retries on a, then b";
-  EXPECT_EQ(clock_->sleeps().size(), 3u);
+  EXPECT_EQ(SleepsOf(*env_).size(), 3u);
 }
 
 TEST_F(ProviderCallTest, RetryAfterSecondsHonoured) {
@@ -267,7 +260,7 @@ TEST_F(ProviderCallTest, RetryAfterSecondsHonoured) {
   ModelConfig m = Model("openai-chat");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(clock_->sleeps(), ::testing::ElementsAre(milliseconds(7000)));
+  EXPECT_THAT(SleepsOf(*env_), ::testing::ElementsAre(milliseconds(7000)));
 }
 
 TEST_F(ProviderCallTest, RetryAfterHttpDateHonoured) {
@@ -277,7 +270,7 @@ TEST_F(ProviderCallTest, RetryAfterHttpDateHonoured) {
   ModelConfig m = Model("openai-chat");
   auto r = CompleteSummary(std::span(&m, 1), Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(clock_->sleeps(), ::testing::ElementsAre(milliseconds(12000)));
+  EXPECT_THAT(SleepsOf(*env_), ::testing::ElementsAre(milliseconds(12000)));
 }
 
 TEST_F(ProviderCallTest, LongRetryAfterMovesToNextCandidateWithoutWaiting) {
@@ -290,7 +283,7 @@ TEST_F(ProviderCallTest, LongRetryAfterMovesToNextCandidateWithoutWaiting) {
   auto r = CompleteSummary(models, Text(), options_);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "from b");
-  EXPECT_TRUE(clock_->sleeps().empty());
+  EXPECT_TRUE(SleepsOf(*env_).empty());
   EXPECT_EQ(server_.request_count(), 2u);
 }
 
@@ -306,7 +299,7 @@ TEST_F(ProviderCallTest, LongWaitOnLastCandidateFails) {
 }
 
 TEST_F(ProviderCallTest, RealShortWaitWithRetryAfterMs) {
-  options_.clock = RealRetryClock();
+  options_.env = &real_time_;
   server_.Push({429, "{}", "application/json", {{"retry-after-ms", "150"}}});
   server_.Push({200, FakeLlmServer::ChatReply("ok")});
   ModelConfig m = Model("openai-chat");
@@ -420,7 +413,7 @@ TEST_P(OverflowReplyTest, DetectedAndNotRetried) {
   ASSERT_FALSE(out.result.ok());
   EXPECT_TRUE(out.failure.overflow.overflow) << c.body;
   EXPECT_EQ(out.attempts, 1);
-  EXPECT_TRUE(clock_->sleeps().empty());
+  EXPECT_TRUE(SleepsOf(*env_).empty());
 }
 
 const OverflowReplyCase kOverflowReplies[] = {
@@ -609,7 +602,7 @@ TEST_F(ProviderCallTest, CancellationDuringRequestIsPrompt) {
 }
 
 TEST_F(ProviderCallTest, CancellationDuringBackoffIsPrompt) {
-  options_.clock = RealRetryClock();
+  options_.env = &real_time_;
   server_.Push({503, "", "text/plain", {{"Retry-After", "20"}}});
   std::atomic<bool> cancel{false};
   options_.is_cancelled = [&cancel] { return cancel.load(); };
@@ -769,11 +762,11 @@ TEST(InMemoryTransportTest, RetryThenSuccessWithoutNetwork) {
   ok.status = 200;
   ok.body = R"({"summary":"in memory"})";
   transport->replies.push_back(ok);
-  auto clock = std::make_shared<FakeClock>();
+  auto env = NewMemEnv();
+  env->SetEnvVar("ANY", "k-123456");
   CallOptions options;
   options.transport = transport;
-  options.clock = clock;
-  options.get_env = [](const std::string&) { return std::optional<std::string>("k-123456"); };
+  options.env = env.get();
   ModelConfig m;
   m.name = std::string("svc");
   m.api = "remote";
@@ -791,7 +784,7 @@ TEST(InMemoryTransportTest, RetryThenSuccessWithoutNetwork) {
     if (k == "authorization") has_auth = v == "Bearer k-123456";
   }
   EXPECT_TRUE(has_auth);
-  EXPECT_THAT(clock->sleeps(), ::testing::ElementsAre(milliseconds(2000), milliseconds(3000)));
+  EXPECT_THAT(SleepsOf(*env), ::testing::ElementsAre(milliseconds(2000), milliseconds(3000)));
 }
 
 TEST(InMemoryTransportTest, KeyReadAtRequestTime) {
@@ -800,11 +793,11 @@ TEST(InMemoryTransportTest, KeyReadAtRequestTime) {
   ok.status = 200;
   ok.body = R"({"summary":"s"})";
   transport->replies = {ok, ok};
-  std::string current = "first-key-1";
+  auto env = NewMemEnv();
+  env->SetEnvVar("ROTATING", "first-key-1");
   CallOptions options;
   options.transport = transport;
-  options.clock = std::make_shared<FakeClock>();
-  options.get_env = [&current](const std::string&) { return std::optional<std::string>(current); };
+  options.env = env.get();
   ModelConfig m;
   m.name = std::string("svc");
   m.api = "remote";
@@ -812,7 +805,7 @@ TEST(InMemoryTransportTest, KeyReadAtRequestTime) {
   m.api_key_env = "ROTATING";
   SummaryRequestText text{"sys", "prompt", 0, ""};
   ASSERT_TRUE(CompleteSummary(std::span(&m, 1), text, options).ok());
-  current = "second-key-2";
+  env->SetEnvVar("ROTATING", "second-key-2");
   ASSERT_TRUE(CompleteSummary(std::span(&m, 1), text, options).ok());
   ASSERT_EQ(transport->sent.size(), 2u);
   EXPECT_EQ(transport->sent[0].headers.back().second, "Bearer first-key-1");

@@ -10,6 +10,7 @@
 
 #include "compactor/compact.h"
 #include "compactor/context.h"
+#include "compactor/mem_env.h"
 #include "compactor/session.h"
 #include "support/fake_llm_server.h"
 #include "support/test_util.h"
@@ -285,9 +286,8 @@ class RemoteCompactionHookTest : public ::testing::Test {
     RemoteCompactionOptions ro;
     ro.model = Model("openai-responses", server.base_url() + base_suffix);
     ro.model.api_key_env = key_env;
-    ro.call.get_env = [this](const std::string&) {
-      return key.empty() ? std::nullopt : std::optional<std::string>(key);
-    };
+    if (!key.empty() && !key_env.empty()) vars->SetEnvVar(key_env, key);
+    ro.call.env = vars.get();  // the key's variable; retries wait no real time
     ro.on_error = [this](const Status& s) { errors.push_back(s); };
     hooks.OnCompacting(RemoteCompactionHook(ro));
     co.hooks = &hooks;
@@ -296,6 +296,7 @@ class RemoteCompactionHookTest : public ::testing::Test {
   FakeLlmServer server;
   TempDir dir;
   std::string key = "sk-test-123";  // what the key's variable holds; empty = unset
+  std::unique_ptr<MemEnv> vars = NewMemEnv();
   std::vector<Status> errors;
   CompactionHooks hooks;
   CompactOptions co;
@@ -377,6 +378,28 @@ TEST_F(RemoteCompactionHookTest, FailureKeepsTheLocalCompaction) {
   EXPECT_TRUE(r2->compacted);
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_THAT(errors[1].ToString(), HasSubstr("missing compaction item"));
+}
+
+TEST_F(RemoteCompactionHookTest, KeyEchoedAcrossTheCutIsRedacted) {
+  // Issue 12: the body was cut at 4,000 bytes before the key was redacted, so
+  // a key straddling the cut left its beginning in the error.
+  key = "sk-remote-SECRET-0123456789";
+  for (size_t at : {3990u, 3995u, 4000u, 4005u}) {
+    std::string body = R"({"error":{"message":")" + std::string(at - 24, 'x') + key + R"("}})";
+    server.Push(FakeReply(400, body));
+  }
+  UseHook("/v1", "TEST_OPENAI_KEY");
+  for (int i = 0; i < 4; ++i) {
+    std::string path = dir.Write("s" + std::to_string(i) + ".jsonl", LongSession());
+    auto r = CompactFile(path, co);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  ASSERT_EQ(errors.size(), 4u);
+  for (const Status& e : errors) {
+    EXPECT_THAT(e.ToString(), HasSubstr("400"));
+    EXPECT_THAT(e.ToString(), Not(HasSubstr("sk-r")));
+    EXPECT_THAT(e.ToString(), Not(HasSubstr("SECRET")));
+  }
 }
 
 TEST_F(RemoteCompactionHookTest, MissingKeyIsReportedWithoutARequest) {

@@ -30,37 +30,38 @@ OverflowInput ErrorInput(std::string_view text, int status = 0) {
 
 constexpr OverflowReason kTok = OverflowReason::kTokenPattern;
 
-// One real (or reference-quoted) provider message per pattern row.
+// One real provider message (or one quoted in pi's and oh-my-pi's tests) per
+// pattern row.
 const ErrorCase kErrorCases[] = {
-    // 1 Anthropic
+    // Anthropic
     {"400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt "
      "is "
      "too long: 213462 tokens > 200000 maximum\"}}",
      true, false, kTok, "prompt is too long"},
-    // 3 Bedrock
+    // Bedrock
     {"ValidationException: Input is too long for requested model.", true, false, kTok,
      "input is too long for requested model"},
-    // 4 OpenAI
+    // OpenAI
     {"400 Your input exceeds the context window of this model. Please adjust your input and try "
      "again.",
      true, false, kTok, "exceeds the context window"},
-    // 5 Gemini
+    // Gemini
     {"The input token count (1196265) exceeds the maximum number of tokens allowed (1048575).",
      true, false, kTok, "input token count.*exceeds the maximum"},
-    // 6 xAI
+    // xAI
     {"This model's maximum prompt length is 131072 but the request contains 537812 tokens.", true,
      false, kTok, "maximum prompt length is \\d+"},
-    // 7 Groq
+    // Groq
     {"Please reduce the length of the messages or completion.", true, false, kTok,
      "reduce the length of the messages"},
-    // 8 OpenRouter
+    // OpenRouter
     {"This endpoint's maximum context length is 128000 tokens. However, you requested about 210000 "
      "tokens (200000 of text input, 10000 in the output).",
      true, false, kTok, "maximum context length is \\d+ tokens"},
-    // 9 Copilot (no "tokens" after the number: generic limit, not token evidence)
+    // Copilot (no "tokens" after the number: generic limit, not token evidence)
     {"prompt token count of 140000 exceeds the limit of 128000", true, false,
      OverflowReason::kGenericLimit, "exceeds the limit of \\d+"},
-    // 10 llama.cpp
+    // llama.cpp
     {"the request exceeds the available context size, try increasing it", true, false, kTok,
      "exceeds the available context size"},
     // 11
@@ -75,27 +76,27 @@ const ErrorCase kErrorCases[] = {
     // 14
     {"requested token count is greater than n_ctx", true, false, kTok,
      "requested tokens?.*(exceeds?|greater than).*(n_ctx|context)"},
-    // 15 LM Studio
+    // LM Studio
     {"The number of tokens to keep from the initial prompt is greater than the context length.",
      true, false, kTok, nullptr},
-    // 16 MiniMax
+    // MiniMax
     {"invalid params, context window exceeds limit (2013)", true, false, kTok,
      "context window exceeds limit"},
-    // 17 Kimi
+    // Kimi
     {"Your request exceeded model token limit: 262144 (requested: 300000)", true, false, kTok,
      "exceeded model token limit"},
-    // 18 Mistral
+    // Mistral
     {"Prompt contains 140000 tokens and 0 draft tokens, too large for model with 131072 maximum "
      "context length",
      true, false, kTok, nullptr},
-    // 19 z.ai
+    // z.ai
     {"Provider finish_reason: model_context_window_exceeded", true, false, kTok,
      "model_context_window_exceeded"},
     {"model_context_window_exceeded", true, false, kTok, "model_context_window_exceeded"},
-    // 20 Ollama
+    // Ollama
     {"prompt too long; exceeded max context length by 2048 tokens", true, false, kTok, nullptr},
     {"prompt too long; exceeded context length by 12 tokens", true, false, kTok, nullptr},
-    // 21 OpenAI error code
+    // OpenAI error code
     {"400 {\"error\":{\"message\":\"This model's maximum context length is 128000 tokens.\","
      "\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}",
      true, false, kTok, nullptr},
@@ -108,15 +109,27 @@ const ErrorCase kErrorCases[] = {
      true, false, kTok, nullptr},
     {"tokens budget exceeded: request_too_large", true, false, kTok,
      "\\btokens?\\b[^\\n]*request_too_large"},
-    // 30 Ollama OpenAI-compatible
+    // Ollama OpenAI-compatible
     {"the prompt filled the context window; no output was produced", true, false, kTok,
      "prompt filled the context window"},
-    // 31 Copilot token-qualified
+    // Copilot token-qualified
     {"prompt token count of 140000 exceeds the limit of 128000 tokens", true, false, kTok, nullptr},
-    // 32 message cap
+    // message cap
     {"chat history exceeds the 2000-message limit", true, false, kTok,
      "chat history exceeds the \\d+-message limit"},
-    // §3 no-body rule (unanchored)
+    // Hugging Face TGI: HTTP 422 bodies, as the server sends them.
+    {"422 {\"error\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= "
+     "4096. Given: 4000 `inputs` tokens and 500 `max_new_tokens`\",\"error_type\":\"validation\"}",
+     true, false, kTok, nullptr},
+    {"422 {\"error\":\"Input validation error: `inputs` must have less than 4096 tokens. Given: "
+     "5000\",\"error_type\":\"validation\"}",
+     true, false, kTok, nullptr},
+    // vLLM's OpenAI-compatible server (HTTP 400).
+    {"400 {\"error\":{\"message\":\"The decoder prompt (length 5000) is longer than the maximum "
+     "model length of 4096. Make sure that `max_model_len` is no smaller than the number of text "
+     "tokens.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}",
+     true, false, kTok, nullptr},
+    // No-body 400/413 rule (unanchored, as oh-my-pi)
     {"400 status code (no body)", true, false, OverflowReason::kNoBody, nullptr},
     {"413 status code (no body)", true, true, OverflowReason::kNoBody, nullptr},
     {"400 (no body)", true, false, OverflowReason::kNoBody, nullptr},
@@ -124,7 +137,7 @@ const ErrorCase kErrorCases[] = {
      true, false, OverflowReason::kNoBody, nullptr},
     {"Upstream rejected request: 400 status code (no body)", true, false, OverflowReason::kNoBody,
      nullptr},
-    // Payload rejections (§6): not token overflow.
+    // Payload rejections (oh-my-pi 18.x): not token overflow.
     {"413 {\"error\":{\"type\":\"request_too_large\",\"message\":\"Request exceeds the maximum "
      "size\"}}",
      false, true, OverflowReason::kPayloadRejected, "request_too_large"},
@@ -142,7 +155,7 @@ const ErrorCase kErrorCases[] = {
     // Payload with the generic Copilot phrase: the generic phrase is no token evidence.
     {"413 payload too large: body exceeds the limit of 20971520", false, true,
      OverflowReason::kPayloadRejected, nullptr},
-    // Negatives (§7 and ours).
+    // Negatives (oh-my-pi 15.7.2's unit tests and ours).
     {"413 Forbidden", false, false, OverflowReason::kNone, nullptr},
     {"400 Bad Request: invalid API key", false, false, OverflowReason::kNone, nullptr},
     {"429 status code (no body)", false, false, OverflowReason::kVetoed, nullptr},
@@ -226,6 +239,13 @@ const std::map<std::string, std::string>& RowSamples() {
        "prompt token count of 140000 exceeds the limit of 128000 tokens"},
       {R"(chat history exceeds the \d+-message limit)",
        "chat history exceeds the 2000-message limit"},
+      {R"(`?inputs`? tokens \+ `?max_new_tokens`? must be <= \d+)",
+       "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 "
+       "`inputs` tokens and 500 `max_new_tokens`"},
+      {R"(`?inputs`? must have less than \d+ tokens)",
+       "Input validation error: `inputs` must have less than 4096 tokens. Given: 5000"},
+      {R"(decoder prompt \(length \d+\) is longer than the maximum model length)",
+       "The decoder prompt (length 5000) is longer than the maximum model length of 4096."},
       {R"(\b4(?:00|13)\s*(?:status code)?\s*\(no body\))", "400 status code (no body)"},
       {R"(request_too_large)",
        "413 {\"error\":{\"type\":\"request_too_large\",\"message\":\"Request exceeds the "

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compactor/mem_env.h"
 #include "compactor/providers.h"
 #include "support/fake_llm_server.h"
 
@@ -249,7 +250,7 @@ class StreamCallTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(server_.Start());
     options_.transport = NewCurlTransport();
-    options_.clock = clock_;
+    options_.env = env_.get();
   }
   ModelConfig Served(std::string kind) {
     ModelConfig m = Model(kind);
@@ -262,17 +263,8 @@ class StreamCallTest : public ::testing::Test {
     for (size_t i = 0; i < s.size(); i += n) out.push_back(s.substr(i, n));
     return out;
   }
-  class NoSleep : public RetryClock {
-   public:
-    std::chrono::system_clock::time_point Now() override { return {}; }
-    bool SleepFor(std::chrono::milliseconds, const std::function<bool()>&) override {
-      ++sleeps;
-      return true;
-    }
-    int sleeps = 0;
-  };
   FakeLlmServer server_;
-  std::shared_ptr<NoSleep> clock_ = std::make_shared<NoSleep>();
+  std::unique_ptr<MemEnv> env_ = NewMemEnv();  // waits are recorded, not slept
   CallOptions options_;
 };
 
@@ -302,7 +294,7 @@ TEST_F(StreamCallTest, TruncatedStreamIsRetried) {
   ASSERT_TRUE(out.result.ok()) << out.result.status().ToString();
   EXPECT_EQ(out.result->text, "Hello w\xC3\xB6rld");
   EXPECT_EQ(out.attempts, 2);
-  EXPECT_EQ(clock_->sleeps, 1);
+  EXPECT_EQ(env_->Sleeps().size(), 1u);
 }
 
 TEST_F(StreamCallTest, OverloadedEventIsRetriedTooLongIsOverflow) {

@@ -4,6 +4,7 @@
 
 #include "compactor/context.h"
 #include "compactor/estimate.h"
+#include "compactor/mem_env.h"
 #include "compactor/prune.h"
 #include "compactor/session.h"
 #include "prune/session_builder.h"
@@ -141,8 +142,11 @@ TEST(Mask, RewrittenContextShrinksByTheSavings) {
   b.User("go");
   for (int i = 0; i < 12; ++i) b.ToolPair("bash", R"({"command":"make"})", 250 + i);
   auto s = Load(b.text());
+  MemEnvOptions at42;
+  at42.start_ms = 42;
+  auto env = NewMemEnv(at42);
   ApplyOptions ao;
-  ao.now_ms = [] { return int64_t{42}; };
+  ao.env = env.get();
   auto r = MaskObservations(*s, std::nullopt, MaskOptions{}, ao);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->plan.outputs.size(), 2u);  // 12 results, the newest 10 kept

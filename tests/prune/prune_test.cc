@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compactor/context.h"
+#include "compactor/mem_env.h"
 #include "compactor/session.h"
 #include "prune/session_builder.h"
 #include "support/test_util.h"
@@ -48,7 +49,13 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-int64_t Fixed() { return 1700000000123; }
+constexpr int64_t kFixedMs = 1700000000123;
+// An Env whose wall clock stands at kFixedMs ("prunedAt").
+std::unique_ptr<MemEnv> FixedEnv() {
+  MemEnvOptions o;
+  o.start_ms = kFixedMs;
+  return NewMemEnv(o);
+}
 
 TEST(PruneNotice, IsOhMyPisText) { EXPECT_EQ(PruneNotice(412), "[Output truncated - 412 tokens]"); }
 
@@ -287,8 +294,9 @@ TEST(ApplyRewrite, RewritesOnlyThePlannedLinesInPlace) {
   auto s = Load(b.text());
   auto plan = PlanPrune(*s, std::nullopt, Small(10, 0));
   ASSERT_EQ(plan->outputs.size(), 1u);
+  auto env = FixedEnv();
   ApplyOptions ao;
-  ao.now_ms = Fixed;
+  ao.env = env.get();
   auto text = ApplyRewrite(*s, *plan, ao);
   ASSERT_TRUE(text.ok()) << text.status().message();
   auto before = Lines(b.text()), after = Lines(*text);
@@ -331,8 +339,9 @@ TEST(ApplyRewrite, OriginalTextKeepsBlankMalformedAndCrlfLines) {
   ASSERT_EQ(s->warnings().size(), 1u);
   auto plan = PlanPrune(*s, std::nullopt, Small(10, 0));
   ASSERT_EQ(plan->outputs.size(), 1u);
+  auto env = FixedEnv();
   ApplyOptions ao;
-  ao.now_ms = Fixed;
+  ao.env = env.get();
   ao.original_text = text;
   auto out = ApplyRewrite(*s, *plan, ao);
   ASSERT_TRUE(out.ok()) << out.status().message();
@@ -393,8 +402,9 @@ TEST(ApplyRewrite, V1FileStaysV1WithOtherLinesIdentical) {
   ASSERT_TRUE(s->migrated());
   auto plan = PlanPrune(*s, std::nullopt, Small(1, 0));
   ASSERT_EQ(plan->outputs.size(), 1u);
+  auto env = FixedEnv();
   ApplyOptions ao;
-  ao.now_ms = Fixed;
+  ao.env = env.get();
   ao.original_text = fixed;
   auto out = ApplyRewrite(*s, *plan, ao);
   ASSERT_TRUE(out.ok()) << out.status().message();
@@ -424,7 +434,8 @@ TEST(WriteRewrittenSession, InPlaceKeepsABackupAndOutputLeavesTheInput) {
 
   WriteRewrittenOptions wo;
   wo.output_path = d.path() + "/out.jsonl";
-  wo.now_ms = Fixed;
+  testing::FixedClockEnv clock(kFixedMs);  // real files, a fixed "prunedAt"
+  wo.env = &clock;
   auto out = WriteRewrittenSession(**s, path, *plan, wo);
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_FALSE(out->backup_path);
@@ -450,6 +461,76 @@ TEST(WriteRewrittenSession, InPlaceKeepsABackupAndOutputLeavesTheInput) {
   EXPECT_TRUE(none->output_path.empty());
   EXPECT_EQ(WriteRewrittenSession(**s, d.path() + "/missing.jsonl", *plan, wo).status().code(),
             StatusCode::kNotFound);
+}
+
+// Another writer (taking no lock, as pi) appends while the rewrite is being
+// built: right after the rewrite mapped the file.
+class AppendDuringRewrite : public EnvWrapper {
+ public:
+  AppendDuringRewrite(MemEnv* env, std::string line) : EnvWrapper(env), env_(env), line_(line) {}
+  Result<std::unique_ptr<MappedFile>> MapFile(const std::string& path) override {
+    auto mapped = EnvWrapper::MapFile(path);
+    if (++maps_ == 1) {
+      EXPECT_TRUE(env_->AppendByOther(path, line_).ok());
+    }
+    return mapped;
+  }
+
+ private:
+  MemEnv* env_;
+  std::string line_;
+  int maps_ = 0;
+};
+
+TEST(WriteRewrittenSession, CarriesOverAnAppendMeanwhileAndSurvivesFaults) {
+  testing::MemDir d;
+  SessionBuilder b;
+  b.User("go");
+  b.ToolPair("bash", "{}", 100);
+  b.ToolPair("bash", "{}", 10);
+  std::string path = d.Write("s.jsonl", b.text());
+  LoadOptions lo;
+  lo.env = d.env();
+  auto s = Session::Open(path, lo);
+  ASSERT_TRUE(s.ok());
+  auto plan = PlanPrune(**s, std::nullopt, Small(10, 0));
+  ASSERT_FALSE(plan->outputs.empty());
+
+  const std::string appended = R"({"type":"custom","id":"zz","parentId":null})"
+                               "\n";
+  AppendDuringRewrite racing(d.env(), appended);
+  WriteRewrittenOptions wo;
+  wo.env = &racing;
+  auto raced = WriteRewrittenSession(**s, path, *plan, wo);
+  ASSERT_TRUE(raced.ok()) << raced.status().ToString();
+  EXPECT_EQ(raced->carried_bytes, appended.size());
+  const std::string pruned = d.Read(path);
+  EXPECT_NE(pruned.substr(0, pruned.size() - appended.size()), b.text());
+  EXPECT_EQ(pruned.substr(pruned.size() - appended.size()), appended);  // the entry is kept
+  EXPECT_EQ(d.Read(path + ".bak"), b.text() + appended);
+  EXPECT_EQ(testing::Names(d.env(), d.path()),
+            (std::vector<std::string>{"s.jsonl", "s.jsonl.bak", "s.jsonl.lock"}));
+
+  // A failed rename or fsync leaves the file as it was and no temporary file.
+  wo.env = d.env();
+  d.Write("s.jsonl", b.text() + appended);
+  std::string before = d.Read(path);
+  for (MemEnvOp op : {MemEnvOp::kRename, MemEnvOp::kSync, MemEnvOp::kWrite}) {
+    d.env()->FailNth(op, 1);
+    auto failed = WriteRewrittenSession(**s, path, *plan, wo);
+    EXPECT_EQ(failed.status().code(), StatusCode::kIoError) << static_cast<int>(op);
+    EXPECT_EQ(d.Read(path), before);
+    for (const std::string& name : testing::Names(d.env(), d.path()))
+      EXPECT_EQ(name.find(".tmp-"), std::string::npos) << name;
+  }
+  // A rewrite that returned OK survives a crash right after it.
+  auto ok = WriteRewrittenSession(**s, path, *plan, wo);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  std::string rewritten = d.Read(path);
+  EXPECT_NE(rewritten, before);
+  d.env()->Crash();
+  EXPECT_EQ(d.Read(path), rewritten);
+  EXPECT_EQ(d.Read(path + ".bak"), before);
 }
 
 }  // namespace

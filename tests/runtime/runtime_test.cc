@@ -1,5 +1,5 @@
-// The runtime against the real engine, the offline summarizer and real session
-// files in a temporary directory; only the clock is fake.
+// The runtime against the real engine and the offline summarizer, with its
+// session files, clock and ids in a MemEnv.
 #include "compactor/runtime.h"
 
 #include <gtest/gtest.h>
@@ -17,15 +17,7 @@
 namespace compactor {
 namespace {
 
-using testing::ReadFileOrDie;
-using testing::TempDir;
-
-class FakeClock : public Clock {
- public:
-  int64_t NowMs() const override { return now.load(); }
-  void Advance(int64_t ms) { now += ms; }
-  std::atomic<int64_t> now{1767225600000};
-};
+using testing::MemDir;
 
 std::string Dump(const nlohmann::ordered_json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -104,8 +96,7 @@ std::string MakeSession(int turns, int chars, double last_usage = 1000) {
 }
 
 struct Fixture {
-  TempDir dir;
-  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  MemDir dir;  // the clock starts at 2026-01-01T00:00:00.000Z
   std::vector<RuntimeEvent> events;
   int rebuilt = 0;
   std::string rebuilt_first_role;
@@ -117,7 +108,7 @@ struct Fixture {
     o.session_path = dir.Write("s.jsonl", contents);
     o.settings.keep_recent_tokens = 2000;
     o.model = {"p", "m", 64000};
-    o.clock = clock;
+    o.env = dir.env();
     o.on_event = [this](const RuntimeEvent& e) { events.push_back(e); };
     o.on_context_rebuilt = [this](const Session&, const SessionContext& c) {
       ++rebuilt;
@@ -129,6 +120,14 @@ struct Fixture {
     return o;
   }
 
+  std::unique_ptr<Session> Load(const std::string& path) const {
+    LoadOptions lo;
+    lo.env = dir.env();
+    auto s = Session::Open(path, lo);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return std::move(s).value();
+  }
+
   std::vector<RuntimeEvent> Ends() const {
     std::vector<RuntimeEvent> out;
     for (const auto& e : events)
@@ -136,12 +135,6 @@ struct Fixture {
     return out;
   }
 };
-
-std::unique_ptr<Session> Load(const std::string& path) {
-  auto s = Session::Open(path);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return std::move(s).value();
-}
 
 int CountType(const Session& s, EntryType type) {
   int n = 0;
@@ -171,7 +164,7 @@ TEST(Runtime, ThresholdCompactionAfterTurnReestimatesIgnoringStaleUsage) {
   auto rt = OpenOrDie(f.Options(MakeSession(20, 2000)));
   RuntimeAction a = Turn(*rt, AssistantJson("stop", 50000, "all done"));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kNone);
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   ASSERT_EQ(CountType(*s, EntryType::kCompaction), 1);
   // The response was persisted before the compaction, which is now the leaf.
   EXPECT_EQ(s->entry(*s->Leaf()).type, EntryType::kCompaction);
@@ -196,7 +189,7 @@ TEST(Runtime, ThresholdCompactionAfterTurnReestimatesIgnoringStaleUsage) {
 
   // A small fresh response afterwards does not compact again.
   Turn(*rt, AssistantJson("stop", 3000));
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
 }
 
 // The session an agent builds its request from: the runtime's own reading,
@@ -224,7 +217,7 @@ TEST(Runtime, BelowThresholdDoesNothing) {
   auto rt = OpenOrDie(f.Options(MakeSession(20, 2000)));
   RuntimeAction a = Turn(*rt, AssistantJson("stop", 40000));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kNone);
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 0);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 0);
   EXPECT_TRUE(f.events.empty());
 }
 
@@ -234,9 +227,9 @@ TEST(Runtime, OverflowDropsFailingAssistantCompactsAndRetries) {
   std::string before_leaf = rt->leaf_id();
   RuntimeAction a = Turn(*rt, AssistantJson("error", 0, "", kOverflowError));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kRetryTurn);
-  std::string text = ReadFileOrDie(rt->session_path());
+  std::string text = f.dir.Read(rt->session_path());
   EXPECT_EQ(text.find("prompt is too long"), std::string::npos) << "failing response persisted";
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   ASSERT_EQ(CountType(*s, EntryType::kCompaction), 1);
   const Entry& c = s->entry(*s->Leaf());
   EXPECT_EQ(c.type, EntryType::kCompaction);
@@ -253,7 +246,7 @@ TEST(Runtime, OverflowDropsFailingAssistantCompactsAndRetries) {
   // The retry succeeds and is persisted after the compaction.
   a = Turn(*rt, AssistantJson("stop", 5000, "recovered"));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kNone);
-  s = Load(rt->session_path());
+  s = f.Load(rt->session_path());
   EXPECT_EQ(s->entry(*s->Leaf()).parent_id, compaction_id);
   EXPECT_EQ(s->entry(*s->Leaf()).role, Role::kAssistant);
 }
@@ -266,7 +259,7 @@ TEST(Runtime, OverflowWithoutNewContentGivesUpInsteadOfRecompacting) {
   RuntimeAction a = Turn(*rt, AssistantJson("error", 0, "", kOverflowError));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kGiveUp);
   EXPECT_NE(a.error.find("nothing was added"), std::string::npos) << a.error;
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
 }
 
 TEST(Runtime, AtMostThreeOverflowCompactionsInARow) {
@@ -281,7 +274,7 @@ TEST(Runtime, AtMostThreeOverflowCompactionsInARow) {
   RuntimeAction a = Turn(*rt, AssistantJson("error", 0, "", kOverflowError));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kGiveUp);
   EXPECT_NE(a.error.find("after 3"), std::string::npos) << a.error;
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 3);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 3);
 
   // A good response resets the count: the next overflow compacts again.
   ASSERT_TRUE(rt->AppendMessage(UserJson(std::string(12000, 'v'))).ok());
@@ -298,16 +291,16 @@ TEST(Runtime, OverflowRespectsDisabledCompaction) {
   auto rt = OpenOrDie(std::move(o));
   RuntimeAction a = Turn(*rt, AssistantJson("error", 0, "", kOverflowError));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kGiveUp);
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 0);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 0);
 }
 
 TEST(Runtime, LengthStopBelowThresholdRetriesWithoutCompacting) {
   Fixture f;
   auto rt = OpenOrDie(f.Options(MakeSession(20, 2000)));
-  size_t size_before = ReadFileOrDie(rt->session_path()).size();
+  size_t size_before = f.dir.Read(rt->session_path()).size();
   RuntimeAction a = Turn(*rt, AssistantJson("length", 20000, "half an ans"));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kRetryTurn);
-  EXPECT_EQ(ReadFileOrDie(rt->session_path()).size(), size_before);
+  EXPECT_EQ(f.dir.Read(rt->session_path()).size(), size_before);
   EXPECT_TRUE(f.events.empty());
 }
 
@@ -321,7 +314,7 @@ TEST(Runtime, LengthStopOverThresholdCompactsAndRetriesThenGivesUpAtTheCap) {
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].reason, CompactionReason::kIncomplete);
   EXPECT_TRUE(ends[0].will_retry);
-  EXPECT_EQ(ReadFileOrDie(rt->session_path()).find("half an ans"), std::string::npos);
+  EXPECT_EQ(f.dir.Read(rt->session_path()).find("half an ans"), std::string::npos);
   // Now below the threshold: plain retries, up to the cap; then the output is kept.
   EXPECT_EQ(Turn(*rt, AssistantJson("length", 9000, "half an ans")).kind,
             RuntimeAction::Kind::kRetryTurn);
@@ -329,7 +322,7 @@ TEST(Runtime, LengthStopOverThresholdCompactsAndRetriesThenGivesUpAtTheCap) {
             RuntimeAction::Kind::kRetryTurn);
   a = Turn(*rt, AssistantJson("length", 9000, "half an ans"));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kGiveUp);
-  EXPECT_NE(ReadFileOrDie(rt->session_path()).find("half an ans"), std::string::npos);
+  EXPECT_NE(f.dir.Read(rt->session_path()).find("half an ans"), std::string::npos);
   EXPECT_EQ(f.Ends().size(), 1u);
 }
 
@@ -341,25 +334,25 @@ TEST(Runtime, IdleCompactionAfterQuietTimeOncePerQuietPeriod) {
   auto rt = OpenOrDie(std::move(o));
   auto t = rt->Tick();  // not armed before a turn ended
   ASSERT_TRUE(t.ok());
-  f.clock->Advance(120000);
+  f.dir.env()->AdvanceMs(120000);
   ASSERT_TRUE(rt->Tick().ok());
   EXPECT_TRUE(f.events.empty());
 
   Turn(*rt, AssistantJson("stop", 12000));
-  f.clock->Advance(30000);
+  f.dir.env()->AdvanceMs(30000);
   ASSERT_TRUE(rt->Tick().ok());
   EXPECT_TRUE(f.events.empty());
-  f.clock->Advance(31000);
+  f.dir.env()->AdvanceMs(31000);
   auto a = rt->Tick();
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->kind, RuntimeAction::Kind::kNone);  // idle never auto-continues
   auto ends = f.Ends();
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].reason, CompactionReason::kIdle);
-  f.clock->Advance(600000);
+  f.dir.env()->AdvanceMs(600000);
   ASSERT_TRUE(rt->Tick().ok());
   EXPECT_EQ(f.Ends().size(), 1u);
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
 }
 
 TEST(Runtime, IdleSkipsSmallContexts) {
@@ -369,7 +362,7 @@ TEST(Runtime, IdleSkipsSmallContexts) {
   o.idle_min_tokens = 100000;
   auto rt = OpenOrDie(std::move(o));
   Turn(*rt, AssistantJson("stop", 12000));
-  f.clock->Advance(5000);
+  f.dir.env()->AdvanceMs(5000);
   ASSERT_TRUE(rt->Tick().ok());
   EXPECT_TRUE(f.events.empty());
 }
@@ -401,10 +394,10 @@ TEST(Runtime, ManualCompactionDuringTurnIsDeferredUntilTheTurnCompletes) {
   auto m = rt->RequestCompaction("focus on the build");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_TRUE(m->deferred);
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 0);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 0);
   auto a = rt->AfterTurn({AssistantJson("stop", 5000, "answer"), 0});
   ASSERT_TRUE(a.ok());
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   ASSERT_EQ(CountType(*s, EntryType::kCompaction), 1);
   // The turn's response came first, then the compaction.
   const Entry& c = s->entry(*s->Leaf());
@@ -428,7 +421,7 @@ TEST(Runtime, ManualCompactionWhenIdleRunsAtOnce) {
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->compacted);
   EXPECT_EQ(again->skipped_reason, "already compacted");
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
 }
 
 TEST(Runtime, CompactNowDuringTurnFailsFast) {
@@ -441,7 +434,7 @@ TEST(Runtime, CompactNowDuringTurnFailsFast) {
   EXPECT_NE(r.status().message().find("turn is running"), std::string::npos);
   EXPECT_TRUE(f.events.empty());
   EXPECT_TRUE(rt->in_turn());
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 0);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 0);
 }
 
 TEST(Runtime, CompactNowDuringTurnCanAbortTheTurn) {
@@ -461,7 +454,7 @@ TEST(Runtime, CompactNowDuringTurnCanAbortTheTurn) {
   auto a = rt->AfterTurn({AssistantJson("aborted", 0, "stale partial"), 0});
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->kind, RuntimeAction::Kind::kNone);
-  EXPECT_EQ(ReadFileOrDie(rt->session_path()).find("stale partial"), std::string::npos);
+  EXPECT_EQ(f.dir.Read(rt->session_path()).find("stale partial"), std::string::npos);
 }
 
 TEST(Runtime, AbortOptionNeedsACallback) {
@@ -496,7 +489,7 @@ TEST(Runtime, MessagesQueuedDuringCompactionAreDeliveredAfterIt) {
   ASSERT_TRUE(r->compacted);
   EXPECT_TRUE(was_compacting);
   EXPECT_EQ(appended_id, "");  // held, written after the compaction
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   // compaction -> queued -> appended, each the child of the previous entry.
   size_t leaf = *s->Leaf();
   const Entry& last = s->entry(leaf);
@@ -529,7 +522,7 @@ TEST(Runtime, MessageQueuedFromAnotherThreadDuringCompactionIsNotLost) {
   auto r = rt->CompactNow();
   other.join();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   const Entry& last = s->entry(*s->Leaf());
   EXPECT_NE(std::string(s->MessageJson(*s->Leaf())).find("from the UI thread"), std::string::npos);
   EXPECT_EQ(s->entry(*s->Find(last.parent_id)).type, EntryType::kCompaction);
@@ -547,7 +540,7 @@ TEST(Runtime, QueuedUserMessageWaitsForPendingToolResults) {
   ASSERT_TRUE(rt->AppendMessage(ToolResultJson("t1", "out")).ok());
   ASSERT_TRUE(rt->BeginTurn().ok());  // goes out with the next request
   ASSERT_EQ(f.delivered.size(), 1u);
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   const Entry& last = s->entry(*s->Leaf());
   EXPECT_EQ(last.role, Role::kUser);
   EXPECT_EQ(s->entry(*s->Find(last.parent_id)).role, Role::kToolResult);
@@ -576,7 +569,7 @@ TEST(Runtime, PromotionInsteadOfCompactionOnOverflow) {
   EXPECT_TRUE(a.retry);
   EXPECT_EQ(a.model.id, "big");
   EXPECT_EQ(rt->model().id, "big");
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   EXPECT_EQ(CountType(*s, EntryType::kCompaction), 0);
   const Entry& leaf = s->entry(*s->Leaf());
   EXPECT_EQ(leaf.type, EntryType::kModelChange);
@@ -589,7 +582,7 @@ TEST(Runtime, PromotionInsteadOfCompactionOnOverflow) {
   ASSERT_TRUE(rt->AppendMessage(UserJson("more")).ok());
   a = Turn(*rt, AssistantJson("error", 0, "", kOverflowError, "big"));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kRetryTurn) << a.error;
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
 }
 
 TEST(Runtime, PromotionOnThresholdOnlyWhenEnabledAndAvailable) {
@@ -601,7 +594,7 @@ TEST(Runtime, PromotionOnThresholdOnlyWhenEnabledAndAvailable) {
     if (variant == 2) o.model_available = [](const ModelInfo&) { return false; };
     auto rt = OpenOrDie(std::move(o));
     RuntimeAction a = Turn(*rt, AssistantJson("stop", 50000));
-    auto s = Load(rt->session_path());
+    auto s = f.Load(rt->session_path());
     if (variant == 1) {
       EXPECT_EQ(a.kind, RuntimeAction::Kind::kSwitchModel);
       EXPECT_FALSE(a.retry);
@@ -621,7 +614,7 @@ TEST(Runtime, AutoContinueIsGated) {
   RuntimeAction a = Turn(*rt, AssistantJson("stop", 50000));
   ASSERT_EQ(a.kind, RuntimeAction::Kind::kContinue);
   EXPECT_NE(a.continue_prompt.find("compacted"), std::string::npos);
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   EXPECT_EQ(s->entry(*s->Leaf()).role, Role::kUser);
   EXPECT_EQ(s->entry(*s->Find(s->entry(*s->Leaf()).parent_id)).type, EntryType::kCompaction);
 
@@ -629,7 +622,7 @@ TEST(Runtime, AutoContinueIsGated) {
   ASSERT_TRUE(rt->AppendMessage(ToolResultJson("zz", std::string(40000, 'y'))).ok());
   a = Turn(*rt, AssistantJson("stop", 50000));
   EXPECT_EQ(a.kind, RuntimeAction::Kind::kNone);
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 2);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 2);
 
   // A user message re-opens the gate.
   ASSERT_TRUE(rt->AppendMessage(UserJson(std::string(40000, 'q'))).ok());
@@ -647,7 +640,7 @@ TEST(Runtime, AutoContinueNotAfterToolUseNorWithoutOpenWorkNorWhenOff) {
     RuntimeAction a =
         Turn(*rt, variant == 0 ? ToolCallJson("t9", 50000) : AssistantJson("stop", 50000));
     EXPECT_EQ(a.kind, RuntimeAction::Kind::kNone) << variant;
-    EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1) << variant;
+    EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1) << variant;
   }
 }
 
@@ -666,9 +659,9 @@ TEST(Runtime, PruningFirstWhenEnabled) {
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].action, "prune");
   EXPECT_LT(ends[0].tokens_after, 47616);
-  std::string text = ReadFileOrDie(rt->session_path());
+  std::string text = f.dir.Read(rt->session_path());
   EXPECT_NE(text.find("[Output truncated"), std::string::npos);
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 0);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 0);
   EXPECT_EQ(f.rebuilt, 1);
 }
 
@@ -682,21 +675,21 @@ TEST(Runtime, IneffectiveCompactionDoesNotLoop) {
   o.ineffective_regrowth_tokens = 5000;
   auto rt = OpenOrDie(std::move(o));
   Turn(*rt, AssistantJson("stop", 25000));
-  ASSERT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
+  ASSERT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
   auto ends = f.Ends();
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_GT(ends[0].tokens_after, 8000);
   // More steps with fresh usage over the threshold but little growth: no
   // compaction per step, one warning.
   for (int i = 0; i < 3; ++i) Turn(*rt, AssistantJson("stop", ends[0].tokens_after + 1000));
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
   int warnings = 0;
   for (const auto& e : f.events) warnings += e.kind == RuntimeEvent::Kind::kWarning;
   EXPECT_EQ(warnings, 1);
   // Enough growth: compaction is tried again.
   ASSERT_TRUE(rt->AppendMessage(UserJson(std::string(24000, 'g'))).ok());
   Turn(*rt, AssistantJson("stop", ends[0].tokens_after + 7000));
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 2);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 2);
 }
 
 TEST(Runtime, ThresholdWithNothingToCompactIsNotRetriedEveryStep) {
@@ -709,7 +702,7 @@ TEST(Runtime, ThresholdWithNothingToCompactIsNotRetriedEveryStep) {
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_TRUE(ends[0].skipped);
   EXPECT_EQ(ends[0].skipped_reason, "nothing to summarize");
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 0);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 0);
 }
 
 TEST(Runtime, HandoffContinuesInTheNewSessionButOverflowSummarizes) {
@@ -722,7 +715,7 @@ TEST(Runtime, HandoffContinuesInTheNewSessionButOverflowSummarizes) {
   EXPECT_EQ(Turn(*rt, AssistantJson("error", 0, "", kOverflowError)).kind,
             RuntimeAction::Kind::kRetryTurn);
   EXPECT_EQ(rt->session_path(), old_path);
-  EXPECT_EQ(CountType(*Load(old_path), EntryType::kCompaction), 1);
+  EXPECT_EQ(CountType(*f.Load(old_path), EntryType::kCompaction), 1);
   ASSERT_EQ(f.Ends().size(), 1u);
   EXPECT_EQ(f.Ends()[0].strategy, "summary");
   // A threshold compaction hands off to a new file, where the runtime goes on.
@@ -733,7 +726,7 @@ TEST(Runtime, HandoffContinuesInTheNewSessionButOverflowSummarizes) {
   ASSERT_NE(rt->session_path(), old_path);
   auto id = rt->AppendMessage(UserJson("next"));
   ASSERT_TRUE(id.ok());
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   EXPECT_EQ(s->entry(*s->Leaf()).id, *id);
   EXPECT_EQ(s->header().parent_session, old_path);
 }
@@ -745,7 +738,7 @@ TEST(Runtime, AppendMessageWritesPiEntriesAndTracksTheLeaf) {
   auto id = rt->AppendMessage(R"({ "role": "user", "content": "hi\nthere", "timestamp": 5 })");
   ASSERT_TRUE(id.ok());
   EXPECT_EQ(rt->leaf_id(), *id);
-  auto s = Load(rt->session_path());
+  auto s = f.Load(rt->session_path());
   const Entry& e = s->entry(*s->Leaf());
   EXPECT_EQ(e.id, *id);
   EXPECT_EQ(e.parent_id, parent);
@@ -758,15 +751,15 @@ TEST(Runtime, AppendMessageWritesPiEntriesAndTracksTheLeaf) {
 TEST(Runtime, SettingsFileEditsApplyAtTheNextCheck) {
   Fixture f;
   std::string settings = f.dir.Write("settings.json", R"({"enabled": false})");
-  SettingsSource source(settings);
+  SettingsSource source(settings, {}, f.dir.env());
   RuntimeOptions o = f.Options(MakeSession(20, 2000));
   o.settings_source = &source;
   auto rt = OpenOrDie(std::move(o));
   Turn(*rt, AssistantJson("stop", 50000));
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 0);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 0);
   f.dir.Write("settings.json", R"({"enabled": true, "keepRecentTokens": 2000, "x": 1})");
   Turn(*rt, AssistantJson("stop", 50000));
-  EXPECT_EQ(CountType(*Load(rt->session_path()), EntryType::kCompaction), 1);
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
 }
 
 }  // namespace

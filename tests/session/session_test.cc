@@ -1,11 +1,17 @@
 #include "compactor/session.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "compactor/context.h"
 #include "compactor/estimate.h"
 #include "compactor/file_ops.h"
+#include "compactor/mem_env.h"
 #include "compactor/writer.h"
 #include "support/test_util.h"
 
@@ -314,7 +320,7 @@ void ExpectSameLoad(const std::string& text, int threads) {
   std::vector<LoadWarning> w1, wn;
   LoadOptions o1;
   o1.threads = 1;
-  o1.estimate_messages = true;
+  o1.message_observer = TokenEstimateObserver();
   o1.on_warning = [&](const LoadWarning& w) { w1.push_back(w); };
   LoadOptions on = o1;
   on.threads = threads;
@@ -442,7 +448,7 @@ TEST(Session, MeasuringWhileIndexingKeepsEveryField) {
       R"({"type":"custom","id":"x","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"not a message entry"}})"
       "\n";
   LoadOptions measured;
-  measured.estimate_messages = true;
+  measured.message_observer = TokenEstimateObserver();
   for (int threads : {1, 2}) {
     measured.threads = threads;
     auto a = MustLoad(text);
@@ -512,7 +518,7 @@ TEST(Session, FileCallsRecordedWhileIndexing) {
   }
   for (int threads : {1, 2}) {
     LoadOptions o;
-    o.estimate_messages = true;
+    o.message_observer = TokenEstimateObserver();
     o.threads = threads;
     auto s = MustLoad(text, o);
     ASSERT_TRUE(s);
@@ -541,6 +547,64 @@ TEST(Session, FileCallsRecordedWhileIndexing) {
   auto plain = MustLoad(text);
   ASSERT_TRUE(plain);
   EXPECT_FALSE(plain->ForEachFileCall(0, [](std::string_view, std::string_view) {}));
+}
+
+// A pipe (`compactor stats <(cat s.jsonl)`) is read into memory; a FIFO nobody
+// writes to reads as empty instead of hanging the open.
+TEST(SessionOpen, ReadsAPipeAndNeverHangsOnAFifo) {
+  TempDir d;
+  const std::string fifo = d.path() + "/pipe.jsonl";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string text = std::string(kHeader) + "\n" + Msg("a", "", "user", "x") + "\n";
+  std::thread writer([&] {
+    int fd = ::open(fifo.c_str(), O_WRONLY);  // waits for the reader
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the writer is waiting
+  auto s = Session::Open(fifo);
+  writer.join();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->size(), 1u);
+
+  auto start = std::chrono::steady_clock::now();
+  auto empty = Session::Open(fifo);  // no writer at all
+  EXPECT_EQ(empty.status().code(), StatusCode::kCorruption);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// Loading through a MemEnv: the bytes and the indexing threads come from it.
+TEST(SessionOpen, LoadsThroughTheEnv) {
+  testing::MemDir d;
+  std::string path =
+      d.Write("s.jsonl", std::string(kHeader) + "\n" + Msg("a", "", "user", "x") + "\n");
+  LoadOptions o;
+  o.env = d.env();
+  auto s = Session::Open(path, o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->size(), 1u);
+  EXPECT_EQ(d.env()->Counters().maps, 1);
+  EXPECT_EQ(Session::Open(d.path() + "/none", o).status().code(), StatusCode::kNotFound);
+  auto dir = Session::Open(d.path(), o);
+  EXPECT_EQ(dir.status().code(), StatusCode::kIoError);
+  EXPECT_NE(dir.status().message().find("is a directory, not a session file"), std::string::npos);
+  // Two indexing threads, or one when the Env has none to give: the same index.
+  std::string big = std::string(kHeader) + "\n";
+  std::string parent;
+  for (int i = 0; i < 2000; ++i) {
+    std::string id = "m" + std::to_string(i);
+    big += Msg(id, parent, "user", std::string(200, 'y')) + "\n";
+    parent = id;
+  }
+  std::string bigpath = d.Write("big.jsonl", big);
+  o.threads = 2;
+  auto two = Session::Open(bigpath, o);
+  d.env()->FailNth(MemEnvOp::kStartThread, 1);
+  auto one = Session::Open(bigpath, o);
+  ASSERT_TRUE(two.ok() && one.ok());
+  EXPECT_EQ((*two)->size(), 2000u);
+  EXPECT_EQ((*one)->ToV3Jsonl(), (*two)->ToV3Jsonl());
 }
 
 }  // namespace

@@ -2,6 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "compactor/compact.h"
+#include "compactor/context.h"
+#include "compactor/strategy.h"
+#include "prepare/session_builder.h"
+#include "support/compaction_fixtures.h"
+#include "support/test_util.h"
+
 namespace compactor {
 namespace {
 
@@ -81,6 +90,112 @@ TEST(UserPrompts, BoundaryBeginningCanFillTheHead) {
 TEST(UserPrompts, SummaryTextHasPrefixAndFallback) {
   EXPECT_NE(UserPromptsSummaryText("  the summary \n").find("\nthe summary"), std::string::npos);
   EXPECT_NE(UserPromptsSummaryText("").find("(no summary available)"), std::string::npos);
+}
+
+// A session of `prompts` user prompts of 1000 Kimi tokens (4000 ASCII chars)
+// each, every one answered.
+std::unique_ptr<Session> PromptsSession(int prompts, std::vector<std::string>* ids) {
+  testing_session::SessionBuilder b;
+  for (int i = 0; i < prompts; ++i) {
+    ids->push_back(b.U(4000, static_cast<char>('a' + i % 26)));
+    b.A(40);
+  }
+  auto s = Session::FromString(b.Jsonl(), "p.jsonl");
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+Result<ComputedCompaction> CompactUserPrompts(const Session& session,
+                                              const testing::RecordingSummarizer& sum) {
+  CompactOptions o = testing::Options(&sum);
+  o.strategy = FindStrategy("user-prompts");
+  return ComputeCompaction(session, o);
+}
+
+TEST(UserPromptsStrategy, ExpandsIntoHeadMarkerTailAndSummary) {
+  std::vector<std::string> ids;
+  auto session = PromptsSession(30, &ids);
+  testing::RecordingSummarizer sum;
+  auto c = CompactUserPrompts(*session, sum);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->result.compacted);
+  EXPECT_EQ(c->result.strategy, "user-prompts");
+  EXPECT_EQ(c->result.kept_user_messages, 20u);  // 2 oldest + 18 newest
+  EXPECT_FALSE(c->result.masked_outputs);
+  auto after = SessionAfterCompaction(*session, *c);
+  ASSERT_TRUE(after.ok());
+  // pi's view: one compactionSummary message.
+  auto pi = BuildSessionContext(**after);
+  ASSERT_TRUE(pi.ok());
+  ASSERT_EQ(pi->messages.size(), 1u);
+  EXPECT_EQ(pi->messages[0].role, Role::kCompactionSummary);
+  // Compactor's view through the registry's expander.
+  ContextOptions co;
+  co.expander = StrategyExpander();
+  auto ours = BuildSessionContext(**after, co);
+  ASSERT_TRUE(ours.ok());
+  ASSERT_EQ(ours->messages.size(), 22u);
+  std::vector<std::string> origins;
+  for (const ContextMessage& m : ours->messages) origins.emplace_back(m.origin);
+  EXPECT_EQ(origins[0], "kept-prompt");
+  EXPECT_EQ(origins[1], "kept-prompt");
+  EXPECT_EQ(origins[2], "elision");
+  for (size_t i = 3; i < 21; ++i) EXPECT_EQ(origins[i], "kept-prompt") << i;
+  EXPECT_EQ(origins[21], "summary");
+  // Kept whole: the original stored message itself.
+  EXPECT_EQ(ours->messages[0].json(), (*after)->MessageJson(*(*after)->Find(ids[0])));
+  EXPECT_EQ((*after)->entry(ours->messages[3].entry_index).id, ids[12]);
+  auto marker = nlohmann::json::parse(ours->messages[2].json());
+  EXPECT_EQ(marker["content"][0]["text"], ElisionMarkerText(10000));
+  auto summary = nlohmann::json::parse(ours->messages[21].json());
+  EXPECT_EQ(summary["role"], "user");
+  EXPECT_EQ(summary["content"][0]["text"], UserPromptsSummaryText(c->result.summary));
+}
+
+// Unreadable details: the expansion declines half-way and the builder shows
+// pi's view alone, nothing of the partial expansion.
+TEST(UserPromptsStrategy, UnreadableDetailsFallBackToPiView) {
+  std::vector<std::string> ids;
+  auto session = PromptsSession(3, &ids);
+  testing::RecordingSummarizer sum;
+  auto c = CompactUserPrompts(*session, sum);
+  ASSERT_TRUE(c.ok() && c->result.compacted);
+  std::string entry = c->result.entry_json;
+  const std::string last_kept = "{\"entryId\":\"" + ids[2] + "\"";
+  ASSERT_NE(entry.find(last_kept), std::string::npos);
+  entry.replace(entry.find(last_kept), last_kept.size(), "{\"entry\":\"" + ids[2] + "\"");
+  auto broken = SessionWithAppended(*session, entry);
+  ASSERT_TRUE(broken.ok());
+  ContextOptions co;
+  co.expander = StrategyExpander();
+  auto ctx = BuildSessionContext(**broken, co);
+  ASSERT_TRUE(ctx.ok());
+  EXPECT_EQ(ContextToJson(*ctx), ContextToJson(*BuildSessionContext(**broken)));
+  ASSERT_EQ(ctx->messages.size(), 1u);
+}
+
+TEST(UserPromptsStrategy, ReportsItsCounterOnSkipsToo) {
+  std::vector<std::string> ids;
+  auto session = PromptsSession(3, &ids);
+  testing::RecordingSummarizer sum;
+  CompactOptions o = testing::Options(&sum);
+  o.strategy = FindStrategy("user-prompts");
+  o.settings.enabled = false;
+  o.only_if_needed = true;
+  auto c = ComputeCompaction(*session, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->result.skipped_reason, "disabled");
+  EXPECT_EQ(c->result.kept_user_messages, 0u);
+  // The CLI prints it for this strategy only.
+  ::compactor::testing::TempDir d;
+  std::string path = d.Write("s.jsonl", testing::MakeSession(3, 100));
+  auto up = ::compactor::testing::RunCli(
+      {"compact", path, "--strategy", "user-prompts", "--dry-run", "--json"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_EQ(nlohmann::json::parse(up.out)["keptUserMessageCount"], 3);
+  auto summary = ::compactor::testing::RunCli({"compact", path, "--dry-run", "--json"});
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_FALSE(nlohmann::json::parse(summary.out).contains("keptUserMessageCount"));
 }
 
 }  // namespace

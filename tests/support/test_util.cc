@@ -40,6 +40,36 @@ std::string ReadFileOrDie(const std::string& path) {
   return ss.str();
 }
 
+MemDir::MemDir(const MemEnvOptions& options) : env_(NewMemEnv(options)) {
+  if (!env_->CreateDirs(path_).ok()) throw std::runtime_error("MemEnv: cannot create " + path_);
+}
+
+std::string MemDir::Write(const std::string& name, const std::string& contents) const {
+  std::string p = path_ + "/" + name;
+  env_->SetFile(p, contents);
+  return p;
+}
+
+std::string MemDir::Read(const std::string& path) const {
+  Result<std::string> r = env_->ReadFile(path);
+  if (!r.ok()) throw std::runtime_error("cannot read " + path + ": " + r.status().ToString());
+  return std::move(r).value();
+}
+
+std::unique_ptr<Session> MemDir::Load(const std::string& path) const {
+  LoadOptions options;
+  options.env = env_.get();
+  Result<std::unique_ptr<Session>> s = Session::Open(path, options);
+  if (!s.ok()) throw std::runtime_error("cannot load " + path + ": " + s.status().ToString());
+  return std::move(s).value();
+}
+
+std::vector<std::string> Names(Env* env, const std::string& dir) {
+  Result<std::vector<std::string>> names = env->ListDir(dir);
+  if (!names.ok()) return {"<error: " + names.status().ToString() + ">"};
+  return std::move(names).value();
+}
+
 RunResult RunProgram(const std::vector<std::string>& argv, const std::string& stdin_text) {
   int in[2], out[2], err[2];
   if (pipe(in) || pipe(out) || pipe(err)) throw std::runtime_error("pipe failed");

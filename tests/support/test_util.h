@@ -2,8 +2,16 @@
 #ifndef COMPACTOR_TESTS_SUPPORT_TEST_UTIL_H_
 #define COMPACTOR_TESTS_SUPPORT_TEST_UTIL_H_
 
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "compactor/env.h"
+#include "compactor/mem_env.h"
+#include "compactor/session.h"
 
 namespace compactor::testing {
 
@@ -21,6 +29,52 @@ class TempDir {
 };
 
 std::string ReadFileOrDie(const std::string& path);
+
+// A directory in a fresh MemEnv: tests that control the clock, the random
+// ids or inject faults, without touching the disk.
+class MemDir {
+ public:
+  explicit MemDir(const MemEnvOptions& options = {});
+  MemEnv* env() const { return env_.get(); }
+  const std::string& path() const { return path_; }  // "/work"
+  // Writes `contents` to path()/name (MemEnv::SetFile) and returns the full path.
+  std::string Write(const std::string& name, const std::string& contents) const;
+  // The file's bytes; throws when it cannot be read (like ReadFileOrDie).
+  std::string Read(const std::string& path) const;
+  // The session at `path`, loaded through env(); throws when it does not load.
+  std::unique_ptr<Session> Load(const std::string& path) const;
+
+ private:
+  std::unique_ptr<MemEnv> env_;
+  std::string path_ = "/work";
+};
+
+// The names in a directory of `env` (Env::ListDir), or {"<error: ...>"}.
+std::vector<std::string> Names(Env* env, const std::string& dir);
+
+// The real file system with the wall clock stopped at `now_ms` (entry
+// timestamps in tests that check real files).
+class FixedClockEnv : public EnvWrapper {
+ public:
+  explicit FixedClockEnv(int64_t now_ms) : EnvWrapper(Env::Default()), now_ms_(now_ms) {}
+  int64_t NowMs() override { return now_ms_; }
+
+ private:
+  int64_t now_ms_;
+};
+
+// The real file system with environment variables of the test's choosing
+// (none by default): hermetic whatever the shell exports.
+class VarsEnv : public EnvWrapper {
+ public:
+  VarsEnv() : EnvWrapper(Env::Default()) {}
+  std::optional<std::string> GetEnvVar(const std::string& name) override {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  }
+  std::map<std::string, std::string> vars;
+};
 
 struct RunResult {
   int exit_code = -1;

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "compactor/tokenizer.h"
+#include "support/sample_corpus.h"
 #include "support/test_util.h"
-#include "tokens/sample_corpus.h"
 #include "tokens/support.h"
 
 namespace compactor {

@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "tokens/pcre2_splitter.h"
-#include "tokens/sample_corpus.h"
+#include "support/pcre2_splitter.h"
+#include "support/sample_corpus.h"
 #include "tokens/unicode_classes.h"
+#include "util/utf8.h"
 
 namespace compactor::tokens {
 namespace {
@@ -44,7 +45,7 @@ class Pcre2Classes {
   }
   CharClass Of(uint32_t cp) {
     std::string s;
-    AppendUtf8(cp, &s);
+    compactor::internal::AppendUtf8(s, cp);
     for (size_t i = 0; i < probes_.size(); ++i) {
       if (probes_[i]->MatchesAtStart(s)) return static_cast<CharClass>(i + 1);
     }
@@ -175,7 +176,7 @@ TEST_P(PreTokenizerTest, RandomCorpusMatchesPcre2) {
           cp = static_cast<uint32_t>(rng.Chance(50) ? rng.Below(0x3400) : rng.Below(0x110000));
         } while ((cp >= 0xD800 && cp <= 0xDFFF) || diffs.count(cp) || cp == 0);
       }
-      AppendUtf8(cp, &text);
+      compactor::internal::AppendUtf8(text, cp);
     }
     ExpectSameSplit(GetParam(), **ref, text);
     if (HasFatalFailure()) return;

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "compactor/mem_env.h"
+
 namespace compactor::internal {
 namespace {
 
@@ -19,7 +21,7 @@ TEST(TwoHalves, SplitsByWeightAndCoversEveryItemOnce) {
   std::vector<std::pair<size_t, size_t>> halves(2);
   std::thread::id caller = std::this_thread::get_id(), second_thread;
   RunInTwoHalves(
-      weight.size(), true, [&](size_t i) { return weight[i]; },
+      nullptr, weight.size(), true, [&](size_t i) { return weight[i]; },
       [&](size_t from, size_t to, int half) {
         halves[static_cast<size_t>(half)] = {from, to};
         if (half == 1) second_thread = std::this_thread::get_id();
@@ -35,7 +37,7 @@ TEST(TwoHalves, RunsEverythingHereWhenNotParallel) {
   int calls = 0;
   const std::thread::id caller = std::this_thread::get_id();
   RunInTwoHalves(
-      5, false, [](size_t) { return size_t{1}; },
+      nullptr, 5, false, [](size_t) { return size_t{1}; },
       [&](size_t from, size_t to, int half) {
         ++calls;
         EXPECT_EQ(from, 0u);
@@ -50,14 +52,14 @@ TEST(TwoHalves, RunsEverythingHereWhenNotParallel) {
 // throw here still waits for the worker before unwinding.
 TEST(TwoHalves, ExceptionsOfEitherHalfReachTheCaller) {
   auto unit = [](size_t) { return size_t{1}; };
-  EXPECT_THROW(RunInTwoHalves(4, true, unit,
+  EXPECT_THROW(RunInTwoHalves(nullptr, 4, true, unit,
                               [](size_t, size_t, int half) {
                                 if (half == 1) throw std::runtime_error("worker");
                               }),
                std::runtime_error);
   std::atomic<bool> worker_done{false};
   try {
-    RunInTwoHalves(4, true, unit, [&](size_t, size_t, int half) {
+    RunInTwoHalves(nullptr, 4, true, unit, [&](size_t, size_t, int half) {
       if (half == 0) throw std::logic_error("caller");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       worker_done = true;
@@ -67,6 +69,27 @@ TEST(TwoHalves, ExceptionsOfEitherHalfReachTheCaller) {
     EXPECT_STREQ(e.what(), "caller");
     EXPECT_TRUE(worker_done);  // joined before the exception left
   }
+}
+
+// The thread comes from the Env: when none can be had, everything runs here.
+TEST(TwoHalves, RunsEverythingHereWhenTheEnvHasNoThread) {
+  auto env = NewMemEnv();
+  env->FailNth(MemEnvOp::kStartThread, 1);
+  std::vector<std::pair<size_t, size_t>> ranges;
+  const std::thread::id caller = std::this_thread::get_id();
+  RunInTwoHalves(
+      env.get(), 6, true, [](size_t) { return size_t{1}; },
+      [&](size_t from, size_t to, int half) {
+        EXPECT_EQ(half, 0);
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+        ranges.emplace_back(from, to);
+      });
+  EXPECT_EQ(ranges, (std::vector<std::pair<size_t, size_t>>{{0, 6}}));
+  // The next call gets its thread again.
+  std::atomic<int> halves{0};
+  RunInTwoHalves(
+      env.get(), 6, true, [](size_t) { return size_t{1}; }, [&](size_t, size_t, int) { ++halves; });
+  EXPECT_EQ(halves, 2);
 }
 
 }  // namespace
