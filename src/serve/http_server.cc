@@ -235,7 +235,9 @@ Status HttpServer::Start(const std::string& host, int port) {
   // httplib listens with a backlog of 5, too short for dozens of clients
   // connecting at once (the rest would wait for SYN retransmits): raise it.
   ::listen(svr_sock_, 1024);
-  accept_thread_ = std::thread([this] { listen_after_bind(); });
+  // The workers are httplib's thread pool; this thread only accepts.
+  COMPACTOR_ASSIGN_OR_RETURN(accept_thread_,
+                             options_.env->StartThread([this] { listen_after_bind(); }));
   return Status::Ok();
 }
 
@@ -255,7 +257,7 @@ void HttpServer::Drain() {
   // Closes the listening socket; listen_after_bind() then joins the workers,
   // which all end at once: none is serving a request any more.
   stop();
-  if (accept_thread_.joinable()) accept_thread_.join();
+  if (accept_thread_) accept_thread_->Join();
 }
 
 void HttpServer::SetupRequest(Connection& conn, httplib::Request& req) {
@@ -288,12 +290,10 @@ void HttpServer::SetupRequest(Connection& conn, httplib::Request& req) {
 void HttpServer::Linger(int fd) {
   ::shutdown(fd, SHUT_WR);
   char buf[16 * 1024];
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int64_t deadline_us = options_.env->MonotonicMicros() + 2'000'000;
   size_t total = 0;
   while (total < (64u << 20)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
+    int64_t left = (deadline_us - options_.env->MonotonicMicros()) / 1000;
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;

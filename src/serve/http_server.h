@@ -27,11 +27,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
+#include "compactor/env.h"
 #include "compactor/status.h"
 #include "serve/http_util.h"
 
@@ -42,6 +43,8 @@ struct HttpServerOptions {
   int64_t keep_alive_timeout_ms = 60'000;
   int64_t client_timeout_ms = 60'000;
   size_t keep_alive_max_requests = 10'000;
+  // The accept thread and the clock of the linger. REQUIRES: non-null.
+  Env* env = nullptr;
 };
 
 // The connection (and its current request) of the calling worker thread.
@@ -109,7 +112,7 @@ class HttpServer : public httplib::Server {
   std::atomic<int64_t> active_{0};
   std::mutex mu_;
   std::condition_variable idle_cv_;
-  std::thread accept_thread_;
+  std::unique_ptr<Thread> accept_thread_;
   bool stopped_ = false;
 };
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <utility>
 
-#include "compactor/provider_api.h"
+#include "compactor/provider_api.h"  // SseParser
 #include "serve/content_encoding.h"
 #include "serve/http_server.h"
 #include "serve/upstream.h"
@@ -158,6 +158,7 @@ Status ProxyExchange::StartAttempt() {
   up.body = body ? &forwarded_body() : nullptr;
   up.connect_timeout_ms = config_.connect_timeout_ms;
   up.idle_timeout_ms = config_.idle_timeout_ms;
+  up.env = config_.env;
   phase_ = Phase::kHead;
   retry_ = false;
   parsing_ = false;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "compactor/env.h"
 #include "serve/hooks.h"
 #include "serve/http_util.h"
 #include "serve/metrics.h"
@@ -32,6 +33,8 @@ struct ProxyConfig {
   int64_t connect_timeout_ms = 10'000;
   int64_t idle_timeout_ms = 600'000;
   ExchangeLimits limits;
+  // The clock of the upstream calls. REQUIRES: non-null.
+  Env* env = nullptr;
 };
 
 class Proxy {

@@ -1,24 +1,12 @@
 #include "serve/server.h"
 
-#include <chrono>
 #include <utility>
 
+#include "compactor/env.h"
 #include "serve/content_encoding.h"
 
 namespace compactor::serve {
 namespace {
-
-int64_t MonotonicMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 ProxyConfig ProxyConfigOf(const ServeOptions& o) {
   ProxyConfig c;
@@ -27,6 +15,7 @@ ProxyConfig ProxyConfigOf(const ServeOptions& o) {
   c.max_body_bytes = o.max_body_bytes;
   c.connect_timeout_ms = o.connect_timeout_ms;
   c.idle_timeout_ms = o.upstream_idle_timeout_ms;
+  c.env = o.env;
   return c;
 }
 
@@ -35,6 +24,7 @@ HttpServerOptions HttpOptionsOf(const ServeOptions& o) {
   h.threads = o.threads;
   h.keep_alive_timeout_ms = o.keep_alive_timeout_ms;
   h.client_timeout_ms = o.client_timeout_ms;
+  h.env = o.env;
   return h;
 }
 
@@ -47,10 +37,16 @@ void SetExact(httplib::Response& res, int status, HeaderList headers, std::strin
   res.body = std::move(body);
 }
 
+// A null Env is the default one (ResolveServeDefaults sets it too).
+ServeOptions WithEnv(ServeOptions o) {
+  if (o.env == nullptr) o.env = Env::Default();
+  return o;
+}
+
 }  // namespace
 
 Server::Server(ServeOptions options, RequestLog::Sink log_sink)
-    : options_(std::move(options)),
+    : options_(WithEnv(std::move(options))),
       log_(options_.json_logs, std::move(log_sink)),
       proxy_(ProxyConfigOf(options_), &metrics_),
       http_(HttpOptionsOf(options_),
@@ -134,15 +130,15 @@ void Server::Dispatch(const httplib::Request& req, httplib::Response& res,
   size_t q = req.target.find('?');
   Route route = ClassifyPath(std::string_view(req.target).substr(0, q));
   auto record = std::make_shared<RequestRecord>();
-  record->start_ms = WallMs();
+  record->start_ms = options_.env->NowMs();
   record->method = req.method;
   record->path = RedactTarget(req.target);
   record->route = std::string(route.label);
   record->api = std::string(route.api);
-  int64_t start = MonotonicMicros();
+  int64_t start = options_.env->MonotonicMicros();
   metrics_.in_flight().Add(1);
   conn->after_response = [this, record, start] {
-    record->duration_us = MonotonicMicros() - start;
+    record->duration_us = options_.env->MonotonicMicros() - start;
     metrics_.in_flight().Add(-1);
     metrics_.CountRequest(record->route, record->status);
     log_.Write(*record);

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <chrono>
 
 #include "providers/curl_api.h"
 
@@ -15,12 +14,6 @@ namespace compactor::serve {
 namespace {
 
 using internal::CurlApi;
-
-int64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 const CurlApi* Api() {
   auto api = internal::Curl();
@@ -181,7 +174,7 @@ Status UpstreamCall::Start() {
 size_t UpstreamCall::OnHeaderLine(char* data, size_t size, size_t nmemb, void* self) {
   auto* call = static_cast<UpstreamCall*>(self);
   size_t n = size * nmemb;
-  call->last_activity_us_ = NowMicros();
+  call->last_activity_us_ = call->NowMicros();
   call->HeaderLine(std::string_view(data, n));
   return n;
 }
@@ -220,11 +213,11 @@ void UpstreamCall::HeaderLine(std::string_view line) {
 size_t UpstreamCall::OnBodyData(char* data, size_t size, size_t nmemb, void* self) {
   auto* call = static_cast<UpstreamCall*>(self);
   size_t n = size * nmemb;
-  call->last_activity_us_ = NowMicros();
+  call->last_activity_us_ = call->NowMicros();
   if (!call->head_complete_) {
     // A body without a head cannot happen with HTTP; be safe.
     call->head_complete_ = true;
-    call->head_micros_ = NowMicros() - call->start_us_;
+    call->head_micros_ = call->NowMicros() - call->start_us_;
   }
   if (call->on_body_ && !call->on_body_(std::string_view(data, n))) {
     call->sink_refused_ = true;

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "compactor/env.h"
 #include "compactor/status.h"
 #include "serve/http_util.h"
 
@@ -33,6 +34,8 @@ struct UpstreamRequest {
   const std::string* body = nullptr;
   int64_t connect_timeout_ms = 10'000;
   int64_t idle_timeout_ms = 600'000;
+  // The clock of the timeouts and the latency figures. REQUIRES: non-null.
+  Env* env = nullptr;
 };
 
 enum class UpstreamFailure {
@@ -84,6 +87,8 @@ class UpstreamCall {
   void HeaderLine(std::string_view line);
   void Finish(int curl_code);
   bool ClientGone(int fd);
+
+  int64_t NowMicros() const { return request_.env->MonotonicMicros(); }
 
   UpstreamRequest request_;
   std::function<bool(std::string_view)> on_body_;

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compactor/serve.h"
@@ -25,7 +27,9 @@ class ServeFixture : public ::testing::Test {
   // the server before it starts (hooks, routes).
   void StartProxy(const std::function<void(ServeOptions&)>& adjust = {},
                   const std::function<void(serve::Server&)>& setup = {}) {
-    if (upstream_.port() == 0) ASSERT_TRUE(upstream_.Start());
+    if (upstream_.port() == 0) {
+      ASSERT_TRUE(upstream_.Start());
+    }
     ServeOptions o;
     o.listen = "127.0.0.1:0";
     o.upstream = upstream_.url();

@@ -225,8 +225,9 @@ ScriptedReply Anthropic(const Turn& t, const ApiReplyOptions& o) {
   } else {
     start_block["text"] = "";
   }
-  ev.push_back(Sse("content_block_start",
-                   {{"type", "content_block_start"}, {"index", 0}, {"content_block", start_block}}));
+  ev.push_back(
+      Sse("content_block_start",
+          {{"type", "content_block_start"}, {"index", 0}, {"content_block", start_block}}));
   ev.push_back(Sse("ping", {{"type", "ping"}}));
   for (const std::string& piece : Split(t.tool_call ? kArgs : o.text, o.events)) {
     Json delta = t.tool_call ? Json{{"type", "input_json_delta"}, {"partial_json", piece}}
@@ -244,10 +245,12 @@ ScriptedReply Anthropic(const Turn& t, const ApiReplyOptions& o) {
 
 Json ResponsesItem(const Turn& t, const ApiReplyOptions& o, bool done) {
   if (t.tool_call) {
-    return {{"id", "fc_fake1"},       {"type", "function_call"},
+    return {{"id", "fc_fake1"},
+            {"type", "function_call"},
             {"status", done ? "completed" : "in_progress"},
             {"arguments", done ? kArgs : ""},
-            {"call_id", "call_fake1"}, {"name", t.tool_name}};
+            {"call_id", "call_fake1"},
+            {"name", t.tool_name}};
   }
   Json content = Json::array();
   if (done) {
@@ -328,24 +331,24 @@ ScriptedReply Chat(const Turn& t, const ApiReplyOptions& o) {
   if (!t.stream) {
     Json message = {{"role", "assistant"}, {"content", t.tool_call ? Json(nullptr) : Json(o.text)}};
     if (t.tool_call) message["tool_calls"] = Json::array({call});
-    return JsonReply(200, {{"id", "chatcmpl-fake"},
-                           {"object", "chat.completion"},
-                           {"created", 1700000000},
-                           {"model", t.model},
-                           {"choices", Json::array({{{"index", 0},
-                                                     {"message", message},
-                                                     {"finish_reason", finish}}})},
-                           {"usage", usage}});
+    return JsonReply(
+        200, {{"id", "chatcmpl-fake"},
+              {"object", "chat.completion"},
+              {"created", 1700000000},
+              {"model", t.model},
+              {"choices",
+               Json::array({{{"index", 0}, {"message", message}, {"finish_reason", finish}}})},
+              {"usage", usage}});
   }
   std::vector<std::string> ev;
   auto chunk = [&](const Json& delta, const Json& finish_reason) {
-    ev.push_back(Sse("", {{"id", "chatcmpl-fake"},
-                          {"object", "chat.completion.chunk"},
-                          {"created", 1700000000},
-                          {"model", t.model},
-                          {"choices", Json::array({{{"index", 0},
-                                                    {"delta", delta},
-                                                    {"finish_reason", finish_reason}}})}}));
+    ev.push_back(Sse(
+        "", {{"id", "chatcmpl-fake"},
+             {"object", "chat.completion.chunk"},
+             {"created", 1700000000},
+             {"model", t.model},
+             {"choices",
+              Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish_reason}}})}}));
   };
   chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
   bool first = true;
@@ -412,10 +415,11 @@ ScriptedReply ApiReply(const UpstreamRecord& req, const ApiReplyOptions& options
   Turn t = ReadTurn(req, api);
   if (t.model == "fake-error") {
     if (api == "anthropic") {
-      return JsonReply(400, {{"type", "error"},
-                             {"error",
-                              {{"type", "invalid_request_error"},
-                               {"message", "prompt is too long: 250000 tokens > 200000 maximum"}}}});
+      return JsonReply(400,
+                       {{"type", "error"},
+                        {"error",
+                         {{"type", "invalid_request_error"},
+                          {"message", "prompt is too long: 250000 tokens > 200000 maximum"}}}});
     }
     return JsonReply(400, {{"error",
                             {{"message", "This model's maximum context length is 128000 tokens."},
@@ -552,7 +556,6 @@ bool FakeUpstream::SendReply(int fd, const ScriptedReply& reply, size_t index) {
   }
   return reply.framing != ScriptedReply::Framing::kClose;
 }
-
 
 void FakeUpstream::Push(ScriptedReply reply) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -101,9 +101,9 @@ bool RawClient::More(Clock::time_point deadline) {
   return true;
 }
 
-std::optional<RawResponse> RawClient::Read(
-    bool head_request, const std::function<bool(const std::string&)>& on_piece,
-    std::chrono::milliseconds timeout) {
+std::optional<RawResponse> RawClient::Read(bool head_request,
+                                           const std::function<bool(const std::string&)>& on_piece,
+                                           std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   size_t end;
   while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
