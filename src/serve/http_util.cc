@@ -260,8 +260,9 @@ std::vector<std::string> CredentialsIn(const HeaderList& headers) {
       "authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"};
   std::vector<std::string> out;
   for (const auto& [n, v] : headers) {
+    std::string_view name = n;  // a structured binding cannot be captured (C++20 / clang 14)
     bool secret = std::any_of(kNames.begin(), kNames.end(),
-                              [&](std::string_view k) { return EqualsIgnoreCase(n, k); });
+                              [&](std::string_view k) { return EqualsIgnoreCase(name, k); });
     if (!secret || v.empty()) continue;
     out.push_back(v);
     size_t space = v.find(' ');

@@ -22,6 +22,12 @@ void WriteAll(int fd, const std::string& s) {
   }
 }
 
+// Microseconds as milliseconds with two decimals (truncated): 153.27.
+double Millis(int64_t micros) {
+  int64_t hundredths = micros / 10;
+  return static_cast<double>(hundredths) / 100.0;
+}
+
 }  // namespace
 
 std::string FormatHuman(const RequestRecord& r) {
@@ -47,9 +53,8 @@ std::string FormatJson(const RequestRecord& r) {
   j["route"] = r.route;
   j["api"] = r.api.empty() ? Json(nullptr) : Json(r.api);
   j["status"] = r.status;
-  j["ms"] = static_cast<double>(r.duration_us / 10) / 100.0;
-  j["upstreamMs"] =
-      r.upstream_us < 0 ? Json(nullptr) : Json(static_cast<double>(r.upstream_us / 10) / 100.0);
+  j["ms"] = Millis(r.duration_us);
+  j["upstreamMs"] = r.upstream_us < 0 ? Json(nullptr) : Json(Millis(r.upstream_us));
   j["attempts"] = r.attempts;
   j["bytesIn"] = r.bytes_in;
   j["bytesOut"] = r.bytes_out;

@@ -439,7 +439,5 @@ TEST_F(ServeProxyTest, OneLogLinePerRequestHumanAndJson) {
   EXPECT_TRUE(j.contains("tokensIn"));
 }
 
-
-
 }  // namespace
 }  // namespace compactor::testing
