@@ -26,13 +26,14 @@ bool IsParam(const std::string& segment) {
 
 }  // namespace
 
-void ServiceError(ServiceResponse& res, int status, std::string code, std::string message) {
+void ServiceError(ServiceResponse& res, int status, std::string_view code,
+                  std::string_view message) {
   res.status = status;
   res.content_type = "application/json";
   res.body = ErrorBody("", status, code, message);
 }
 
-void ServiceRouter::Add(std::string method, std::string pattern, ServiceHandler handler) {
+void ServiceRouter::Add(std::string method, std::string_view pattern, ServiceHandler handler) {
   std::vector<std::string> segments = Segments(pattern);
   for (RouteEntry& r : routes_) {
     if (r.method == method && r.segments == segments) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "serve/http_util.h"
@@ -42,13 +43,14 @@ struct ServiceResponse {
 using ServiceHandler = std::function<void(const ServiceRequest&, ServiceResponse&)>;
 
 // Sets `res` to the JSON error {"error":{"code":code,"message":message}}.
-void ServiceError(ServiceResponse& res, int status, std::string code, std::string message);
+void ServiceError(ServiceResponse& res, int status, std::string_view code,
+                  std::string_view message);
 
 class ServiceRouter {
  public:
   // `pattern` starts with "/compactor/"; later registrations of the same
   // method and pattern replace earlier ones.
-  void Add(std::string method, std::string pattern, ServiceHandler handler);
+  void Add(std::string method, std::string_view pattern, ServiceHandler handler);
   // `req.path_params` is filled from the matching pattern.
   void Dispatch(ServiceRequest req, ServiceResponse& res) const;
 
