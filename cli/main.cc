@@ -25,10 +25,7 @@ int main(int argc, char** argv) {
     for (std::string_view k : compactor::AvailableKernels()) (out += ' ') += k;
     return out + ")";
   });
-  app.footer(
-      "Exit codes: 0 ok, 1 input or I/O error (unreadable or invalid session, failed write, "
-      "provider failure), 2 usage error, 3 eval --check target missed, 4 out of memory or "
-      "internal error (nothing written). Details: docs/errors.md.");
+  app.footer(kExitCodesFooter);
   RegisterContext(app);
   RegisterStats(app);
   RegisterTree(app);
@@ -39,6 +36,7 @@ int main(int argc, char** argv) {
   RegisterPlan(app);
   RegisterPrune(app);
   RegisterEval(app);
+  RegisterServeForward(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

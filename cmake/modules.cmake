@@ -77,6 +77,7 @@ compactor_module(NAME settings
 compactor_module(NAME providers
   HEADERS providers.h provider_api.h client_request.h overflow.h llm_summarizer.h model_input.h
   USES status env util session context tokens summarize strategies
+  EXPORTS curl_api.h json_util.h
   DEPENDS simdjson::simdjson nlohmann_json::nlohmann_json PkgConfig::PCRE2 compactor_curl_headers
     ${CMAKE_DL_LIBS})
 compactor_module(NAME compact
@@ -94,6 +95,16 @@ compactor_module(NAME eval
   HEADERS eval.h
   USES status env util session context tokens summarize strategies compact providers
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json)
+# Above the product: `compactor serve`, the HTTP service and proxy
+# (docs/serve.md), its own library because it links the HTTP server and the
+# compression codecs. It reaches the upstream through the providers' libcurl
+# loader (curl_api.h).
+compactor_module(NAME serve
+  LIBRARY compactor_serve
+  HEADERS serve.h
+  USES status env util session context tokens policy strategies settings compact providers
+  DEPENDS fmt::fmt nlohmann_json::nlohmann_json compactor_curl_headers PkgConfig::SERVE_CODECS
+  PUBLIC_DEPENDS PkgConfig::HTTPLIB)
 # Test-only code: the sample corpus, the PCRE2 reference pre-tokenizer, the
 # fake LLM server, the pi oracle runner, test helpers. Built only with tests
 # or benchmarks; never in the product library.
@@ -107,7 +118,7 @@ compactor_module(NAME test_support
   DEPENDS PkgConfig::PCRE2 PkgConfig::HTTPLIB nlohmann_json::nlohmann_json)
 
 # Programs: the public API only, except where INTERNAL says (and why).
-compactor_program(NAME cli DIR cli USES compactor compactor_eval)
+compactor_program(NAME cli DIR cli USES compactor compactor_eval compactor_serve)
 compactor_program(NAME examples DIR examples USES compactor)
 # The vocabulary converter writes the binary format tokens/vocab_file.h
 # defines; it is a build step, not an installed program.

@@ -158,6 +158,8 @@ class Reader {
         continue;  // handled by the caller
       } else if (key == "models" && prefix.empty()) {
         continue;  // summarizer models: ParseModelConfigs (providers.h)
+      } else if (key == "serve" && prefix.empty()) {
+        continue;  // compactor serve's section: ResolveServeDefaults (serve.h)
       } else if (!lenient) {
         Warn(fmt::format("unknown key \"{}\" (ignored)", path));
       }

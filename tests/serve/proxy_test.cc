@@ -1,0 +1,443 @@
+// The proxy in process on a real loopback port in front of the fake upstream
+// (tests/support/fake_upstream.h): pass-through byte for byte, streaming as it
+// arrives, headers, compressed bodies, limits, upstream failures, the service
+// routes and the request log. Every wait is bounded.
+#include <gtest/gtest.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "serve/hooks.h"
+#include "serve/serve_fixture.h"
+
+namespace compactor::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+const char kAnthropicBody[] = R"({"model":"claude-sonnet-4-5","max_tokens":64,"stream":true,)"
+                              R"("messages":[{"role":"user","content":"hi"}]})";
+const char kResponsesBody[] =
+    R"({"model":"gpt-5","stream":true,"store":false,"input":[{"role":"user","content":"hi"}]})";
+const char kChatBody[] = R"({"model":"gpt-5","messages":[{"role":"user","content":"hi"}]})";
+
+std::string Gzip(const std::string& in) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, in.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string Zstd(const std::string& in) {
+  std::string out(ZSTD_compressBound(in.size()), '\0');
+  size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
+  EXPECT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+bool Contains(const std::vector<std::string>& lines, const std::string& needle) {
+  for (const auto& l : lines) {
+    if (l.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+class ServeProxyTest : public ServeFixture {
+ protected:
+  // The same request straight to the upstream and through the proxy.
+  std::pair<RawResponse, RawResponse> DirectAndProxied(const std::string& method,
+                                                       const std::string& target,
+                                                       const Fields& headers,
+                                                       const std::string& body) {
+    auto direct = Fetch(upstream_.port(), method, target, headers, body);
+    auto proxied = Fetch(port_, method, target, headers, body);
+    EXPECT_TRUE(direct.has_value());
+    EXPECT_TRUE(proxied.has_value());
+    return {direct.value_or(RawResponse{}), proxied.value_or(RawResponse{})};
+  }
+};
+
+TEST_F(ServeProxyTest, AnthropicStreamIsRelayedByteForByte) {
+  StartProxy();
+  Fields h = {{"x-api-key", "dummy"},
+              {"anthropic-version", "2023-06-01"},
+              {"content-type", "application/json"}};
+  auto [direct, proxied] = DirectAndProxied("POST", "/v1/messages?beta=true", h, kAnthropicBody);
+  EXPECT_EQ(proxied.status, 200);
+  EXPECT_EQ(proxied.Header("content-type"), direct.Header("content-type"));
+  EXPECT_NE(proxied.body.find("message_start"), std::string::npos);
+  EXPECT_EQ(proxied.body, direct.body);
+  auto seen = upstream_.requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].target, "/v1/messages?beta=true");  // the query string is kept
+  EXPECT_EQ(seen[1].body, kAnthropicBody);
+}
+
+TEST_F(ServeProxyTest, ResponsesAndChatStreamingAndNotAreRelayedByteForByte) {
+  StartProxy();
+  Fields h = {{"authorization", "Bearer dummy"}, {"content-type", "application/json"}};
+  std::string chat_stream =
+      R"({"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"hi"}]})";
+  std::string responses_plain = R"({"model":"gpt-5","input":"hi"})";
+  for (const auto& [target, body] :
+       std::vector<std::pair<std::string, std::string>>{{"/v1/responses", kResponsesBody},
+                                                        {"/v1/responses", responses_plain},
+                                                        {"/v1/chat/completions", kChatBody},
+                                                        {"/v1/chat/completions", chat_stream}}) {
+    SCOPED_TRACE(target + " " + body);
+    auto [direct, proxied] = DirectAndProxied("POST", target, h, body);
+    EXPECT_EQ(proxied.status, direct.status);
+    EXPECT_EQ(proxied.status, 200);
+    EXPECT_EQ(proxied.Header("content-type"), direct.Header("content-type"));
+    EXPECT_FALSE(proxied.body.empty());
+    EXPECT_EQ(proxied.body, direct.body);
+  }
+}
+
+TEST_F(ServeProxyTest, StreamIsRelayedAsItArrives) {
+  StartProxy();
+  ScriptedReply r;
+  r.headers = {{"Content-Type", "text/event-stream"}};
+  r.framing = ScriptedReply::Framing::kChunked;
+  r.pieces = {"event: a\ndata: {\"n\":1}\n\n", "event: b\ndata: {\"n\":2}\n\n",
+              "event: c\ndata: {\"n\":3}\n\n"};
+  r.piece_delay = 400ms;
+  upstream_.Push(r);
+  RawClient c;
+  ASSERT_TRUE(c.Connect(port_));
+  ASSERT_TRUE(c.Send(RequestBytes("POST", "/v1/messages", {{"content-type", "application/json"}},
+                                  kAnthropicBody)));
+  auto res = c.Read();
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->body, r.Body());
+  ASSERT_GE(res->pieces.size(), 2u);
+  // The first event reached the client long before the last was sent (800 ms
+  // later): a buffered relay would deliver all three at once.
+  auto spread = res->pieces.back().first - res->pieces.front().first;
+  EXPECT_GE(spread, 400ms);
+  EXPECT_EQ(res->pieces.front().second.rfind("event: a", 0), 0u);
+}
+
+TEST_F(ServeProxyTest, HeadModelsAndUnknownPathsPassThrough) {
+  StartProxy();
+  auto head = Fetch(port_, "HEAD", "/", {});
+  ASSERT_TRUE(head.has_value());
+  auto direct_head = Fetch(upstream_.port(), "HEAD", "/", {});
+  ASSERT_TRUE(direct_head.has_value());
+  EXPECT_EQ(head->status, direct_head->status);
+  EXPECT_TRUE(head->body.empty());
+
+  auto [dm, pm] = DirectAndProxied("GET", "/v1/models", {{"authorization", "Bearer k"}}, "");
+  EXPECT_EQ(pm.status, dm.status);
+  EXPECT_EQ(pm.body, dm.body);
+
+  ScriptedReply r;
+  r.status = 418;
+  r.reason = "I'm a teapot";
+  r.headers = {{"Content-Type", "text/plain"}, {"X-Odd", "yes"}};
+  r.pieces = {"short and stout"};
+  upstream_.Push(r);
+  auto odd = Fetch(port_, "GET", "/some/other/path?x=1&y=%20z", {});
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(odd->status, 418);
+  EXPECT_EQ(odd->body, "short and stout");
+  EXPECT_EQ(odd->Header("x-odd"), "yes");
+  EXPECT_EQ(upstream_.requests().back().target, "/some/other/path?x=1&y=%20z");
+  EXPECT_EQ(upstream_.requests()[0].method, "HEAD");
+}
+
+TEST_F(ServeProxyTest, EndToEndHeadersForwardedHopByHopRemovedHostRewritten) {
+  StartProxy();
+  ScriptedReply r;
+  r.headers = {{"Content-Type", "application/json"},
+               {"Connection", "X-Resp-Hop"},
+               {"X-Resp-Hop", "1"},
+               {"Keep-Alive", "timeout=5"},
+               {"request-id", "req_123"},
+               {"anthropic-ratelimit-requests-remaining", "99"}};
+  r.pieces = {"{\"ok\":true}"};
+  upstream_.Push(r);
+  Fields h = {{"x-api-key", "dummy-key"},
+              {"anthropic-version", "2023-06-01"},
+              {"anthropic-beta", "claude-code-20250219,interleaved-thinking-2025-05-14"},
+              {"x-claude-code-session-id", "abc-123"},
+              {"x-stainless-lang", "js"},
+              {"session-id", "s-1"},
+              {"Connection", "keep-alive, X-Hop"},
+              {"X-Hop", "drop me"},
+              {"Keep-Alive", "timeout=5"},
+              {"TE", "trailers"},
+              {"Proxy-Authorization", "Basic Zm9vOmJhcg=="},
+              {"Trailer", "X-T"},
+              {"content-type", "application/json"}};
+  auto res = Fetch(port_, "POST", "/v1/messages", h, "{}");
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "{\"ok\":true}");
+  EXPECT_EQ(res->Header("request-id"), "req_123");
+  EXPECT_EQ(res->Header("anthropic-ratelimit-requests-remaining"), "99");
+  EXPECT_FALSE(res->HasHeader("x-resp-hop"));
+  // The proxy's own connection may announce Keep-Alive; the upstream's is not relayed.
+  EXPECT_NE(res->Header("keep-alive"), "timeout=5");
+  ASSERT_TRUE(upstream_.WaitForRequests(1, 5s));
+  const UpstreamRecord up = upstream_.requests().back();
+  for (const char* kept : {"x-api-key", "anthropic-version", "anthropic-beta",
+                           "x-claude-code-session-id", "x-stainless-lang", "session-id"}) {
+    std::string want;
+    for (const auto& [n, v] : h) {
+      if (n == kept) want = v;
+    }
+    EXPECT_EQ(up.Header(kept), want) << kept;
+  }
+  for (const char* dropped : {"x-hop", "keep-alive", "te", "proxy-authorization", "trailer"}) {
+    EXPECT_EQ(up.Header(dropped), "") << dropped;
+  }
+  EXPECT_EQ(up.Header("host"), "127.0.0.1:" + std::to_string(upstream_.port()));
+  EXPECT_EQ(up.body, "{}");
+}
+
+TEST_F(ServeProxyTest, CompressedBodiesPassUnchangedAndDecodeForHooks) {
+  // A hook that reads the decoded body and, for zstd, rewrites it.
+  struct Seen {
+    std::mutex mu;
+    std::vector<std::string> decoded;
+  };
+  auto seen = std::make_shared<Seen>();
+  class Reader : public serve::ExchangeHook {
+   public:
+    explicit Reader(std::shared_ptr<Seen> s) : s_(std::move(s)) {}
+    void BeforeForward(serve::Exchange& ex) override {
+      auto body = ex.DecodedBody();
+      std::lock_guard<std::mutex> lock(s_->mu);
+      s_->decoded.push_back(body.ok() ? std::string(*body) : "error: " + body.status().message());
+      if (ex.request().content_encoding == "zstd") {
+        ex.ReplaceBody(R"({"rewritten":true})");
+        ex.AddResponseHeader("x-compactor-compacted", "tokens-before=10; tokens-after=5");
+      }
+    }
+
+   private:
+    std::shared_ptr<Seen> s_;
+  };
+  class Hook : public serve::ProxyHook {
+   public:
+    explicit Hook(std::shared_ptr<Seen> s) : s_(std::move(s)) {}
+    std::unique_ptr<serve::ExchangeHook> Begin(serve::Exchange&) override {
+      return std::make_unique<Reader>(s_);
+    }
+
+   private:
+    std::shared_ptr<Seen> s_;
+  };
+  StartProxy({}, [&](serve::Server& s) { s.proxy().AddHook(std::make_shared<Hook>(seen)); });
+  std::string json = kChatBody;
+  std::string gz = Gzip(json);
+  auto res = Fetch(port_, "POST", "/v1/chat/completions",
+                   {{"content-type", "application/json"}, {"content-encoding", "gzip"}}, gz);
+  ASSERT_TRUE(res.has_value());
+  ASSERT_TRUE(upstream_.WaitForRequests(1, 5s));
+  auto up = upstream_.requests().back();
+  EXPECT_EQ(up.body, gz);  // not rewritten: forwarded as received
+  EXPECT_EQ(up.Header("content-encoding"), "gzip");
+
+  std::string zs = Zstd(json);
+  res = Fetch(port_, "POST", "/v1/chat/completions",
+              {{"content-type", "application/json"}, {"content-encoding", "zstd"}}, zs);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->Header("x-compactor-compacted"), "tokens-before=10; tokens-after=5");
+  ASSERT_TRUE(upstream_.WaitForRequests(2, 5s));
+  up = upstream_.requests().back();
+  EXPECT_EQ(up.body, R"({"rewritten":true})");  // rewritten: sent uncompressed
+  EXPECT_EQ(up.Header("content-encoding"), "");
+  std::lock_guard<std::mutex> lock(seen->mu);
+  ASSERT_EQ(seen->decoded.size(), 2u);
+  EXPECT_EQ(seen->decoded[0], json);
+  EXPECT_EQ(seen->decoded[1], json);
+}
+
+TEST_F(ServeProxyTest, BodyOverTheLimitIs413) {
+  StartProxy([](ServeOptions& o) { o.max_body_bytes = 1024; });
+  std::string big(4096, 'x');
+  auto res = Fetch(port_, "POST", "/v1/messages", {{"content-type", "application/json"}}, big);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 413);
+  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << res->body;
+  EXPECT_EQ(j["type"], "error");
+  EXPECT_EQ(j["error"]["type"], "request_too_large");
+  EXPECT_EQ(upstream_.request_count(), 0u);
+  // A body within the limit still goes through.
+  res = Fetch(port_, "POST", "/v1/chat/completions", {{"content-type", "application/json"}},
+              kChatBody);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200);
+}
+
+TEST_F(ServeProxyTest, ClientDisconnectCancelsTheUpstreamRequest) {
+  StartProxy();
+  ScriptedReply r;
+  r.headers = {{"Content-Type", "text/event-stream"}};
+  r.framing = ScriptedReply::Framing::kChunked;
+  for (int i = 0; i < 100; ++i) r.pieces.push_back("data: {\"i\":" + std::to_string(i) + "}\n\n");
+  r.piece_delay = 100ms;
+  upstream_.Push(r);
+  RawClient c;
+  ASSERT_TRUE(c.Connect(port_));
+  ASSERT_TRUE(c.Send(RequestBytes("POST", "/v1/messages", {{"content-type", "application/json"}},
+                                  kAnthropicBody)));
+  auto res = c.Read(
+      false, [](const std::string&) { return false; }, 10s);
+  ASSERT_TRUE(res.has_value());
+  c.Close();
+  // The upstream sees its client (the proxy) go away long before the 10 s reply ends.
+  EXPECT_TRUE(upstream_.WaitForClientLeft(5s));
+  auto lines = WaitLogs(1);
+  ASSERT_FALSE(lines.empty());
+}
+
+TEST_F(ServeProxyTest, UpstreamDownIs502InTheApisErrorShape) {
+  ASSERT_TRUE(upstream_.Start());
+  int dead = upstream_.port();
+  upstream_.Stop();
+  StartProxy([dead](ServeOptions& o) { o.upstream = "http://127.0.0.1:" + std::to_string(dead); });
+  auto res =
+      Fetch(port_, "POST", "/v1/messages", {{"x-api-key", "sk-ant-secret-key-1"}}, kAnthropicBody);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 502);
+  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << res->body;
+  EXPECT_EQ(j["type"], "error");
+  EXPECT_EQ(j["error"]["type"], "api_error");
+  res = Fetch(port_, "POST", "/v1/responses", {{"authorization", "Bearer sk-secret-2"}},
+              kResponsesBody);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 502);
+  j = nlohmann::json::parse(res->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << res->body;
+  EXPECT_EQ(j["error"]["type"], "server_error");
+  EXPECT_EQ(j["error"]["code"], "upstream_unreachable");
+  EXPECT_EQ(res->body.find("sk-secret-2"), std::string::npos);
+}
+
+TEST_F(ServeProxyTest, SilentUpstreamIs504) {
+  StartProxy([](ServeOptions& o) { o.upstream_idle_timeout_ms = 300; });
+  ScriptedReply r;
+  r.head_delay = 2000ms;
+  r.pieces = {"late"};
+  upstream_.Push(r);
+  auto res = Fetch(port_, "POST", "/v1/chat/completions", {}, kChatBody);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 504);
+  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << res->body;
+  EXPECT_EQ(j["error"]["code"], "upstream_timeout");
+}
+
+TEST_F(ServeProxyTest, HealthMetricsAndServiceNotFound) {
+  StartProxy();
+  auto health = Fetch(port_, "GET", "/healthz", {});
+  ASSERT_TRUE(health.has_value());
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, R"({"status":"ok"})");
+  ASSERT_TRUE(Fetch(port_, "POST", "/v1/chat/completions", {}, kChatBody).has_value());
+  WaitLogs(2);
+  auto metrics = Fetch(port_, "GET", "/metrics", {});
+  ASSERT_TRUE(metrics.has_value());
+  EXPECT_EQ(metrics->status, 200);
+  for (const char* name :
+       {"compactor_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 1",
+        "compactor_upstream_latency_seconds_bucket", "compactor_compactions_total",
+        "compactor_tokens_saved_total", "compactor_summary_cache_hits_total"}) {
+    EXPECT_NE(metrics->body.find(name), std::string::npos) << name << "\n" << metrics->body;
+  }
+  auto nf = Fetch(port_, "GET", "/compactor/v1/sessions", {});
+  ASSERT_TRUE(nf.has_value());
+  EXPECT_EQ(nf->status, 404);
+  auto j = nlohmann::json::parse(nf->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << nf->body;
+  EXPECT_EQ(j["error"]["code"], "not_found");
+  EXPECT_EQ(upstream_.request_count(), 1u);  // none of these reached the upstream
+}
+
+TEST_F(ServeProxyTest, ServiceApiNeedsTheTokenOffLoopback) {
+  StartProxy([](ServeOptions& o) {
+    o.listen = "0.0.0.0:0";
+    o.token = "s3cret-token";
+  });
+  auto none = Fetch(port_, "GET", "/compactor/v1/sessions", {});
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->status, 401);
+  auto wrong = Fetch(port_, "GET", "/compactor/v1/sessions", {{"authorization", "Bearer nope"}});
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_EQ(wrong->status, 401);
+  auto right =
+      Fetch(port_, "GET", "/compactor/v1/sessions", {{"authorization", "Bearer s3cret-token"}});
+  ASSERT_TRUE(right.has_value());
+  EXPECT_EQ(right->status, 404);  // authorized; the service API is not there yet
+  // Proxied paths carry the client's own credentials, not the service token.
+  auto proxied = Fetch(port_, "POST", "/v1/chat/completions", {}, kChatBody);
+  ASSERT_TRUE(proxied.has_value());
+  EXPECT_EQ(proxied->status, 200);
+}
+
+TEST_F(ServeProxyTest, KeysNeverReachTheLog) {
+  ASSERT_TRUE(upstream_.Start());
+  int dead = upstream_.port();
+  upstream_.Stop();
+  StartProxy([dead](ServeOptions& o) {
+    o.upstream = "http://user:pa55word@127.0.0.1:" + std::to_string(dead);
+  });
+  ASSERT_TRUE(
+      Fetch(port_, "POST", "/v1/messages?key=sk-query-secret&beta=true",
+            {{"x-api-key", "sk-ant-header-secret"}, {"authorization", "Bearer sk-bearer-secret"}},
+            kAnthropicBody)
+          .has_value());
+  auto lines = WaitLogs(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("POST /v1/messages?"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" 502 "), std::string::npos) << lines[0];
+  for (const char* secret :
+       {"sk-query-secret", "sk-ant-header-secret", "sk-bearer-secret", "pa55word"}) {
+    EXPECT_FALSE(Contains(lines, secret)) << secret << " in " << lines[0];
+  }
+}
+
+TEST_F(ServeProxyTest, OneLogLinePerRequestHumanAndJson) {
+  StartProxy();
+  ASSERT_TRUE(Fetch(port_, "POST", "/v1/messages?beta=true", {}, kAnthropicBody).has_value());
+  auto lines = WaitLogs(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("POST /v1/messages?beta=true 200 ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("compacted=no"), std::string::npos) << lines[0];
+  server_->Shutdown();
+  server_.reset();
+  logs_.clear();
+  StartProxy([](ServeOptions& o) { o.json_logs = true; });
+  ASSERT_TRUE(Fetch(port_, "POST", "/v1/responses", {}, kResponsesBody).has_value());
+  lines = WaitLogs(1);
+  ASSERT_EQ(lines.size(), 1u);
+  auto j = nlohmann::json::parse(lines[0], nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << lines[0];
+  EXPECT_EQ(j["method"], "POST");
+  EXPECT_EQ(j["path"], "/v1/responses");
+  EXPECT_EQ(j["status"], 200);
+  EXPECT_EQ(j["compacted"], false);
+  EXPECT_TRUE(j["ms"].is_number());
+  EXPECT_TRUE(j.contains("tokensIn"));
+}
+
+}  // namespace
+}  // namespace compactor::testing
