@@ -5,10 +5,15 @@
 # `compactor serve`, inside a network namespace that has only loopback.
 #
 #   tests/clients/run.sh [options]
-#     --mode direct|proxy|both   direct: client -> fake upstream; proxy:
-#                                client -> compactor serve -> fake upstream
-#                                (default both; proxy skips, one line, while
-#                                the compactor binary has no `serve` command)
+#     --mode LIST                comma list of direct (client -> fake
+#                                upstream), passthrough (client -> compactor
+#                                serve -> fake upstream, nothing to compact:
+#                                the same checks as direct) and proxy (the
+#                                same, with a window that makes serve compact:
+#                                the history must shrink); default
+#                                direct,proxy ("both"); passthrough and proxy
+#                                skip, one line, while the compactor binary
+#                                has no `serve` command
 #     --clients LIST             comma list of scenarios (default: all), of
 #                                codex, codex-overflow, codex-overflow-stream,
 #                                codex-remote, claude, claude-overflow,
@@ -68,7 +73,11 @@ while [ $# -gt 0 ]; do
     *) echo "clients: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-case $mode in direct | proxy | both) ;; *) echo "clients: --mode direct, proxy or both" >&2; exit 2 ;; esac
+[ "$mode" = both ] && mode=direct,proxy
+IFS=, read -r -a wanted_modes <<<"$mode"
+for m in "${wanted_modes[@]}"; do
+  case $m in direct | passthrough | proxy) ;; *) echo "clients: --mode takes direct, passthrough, proxy (comma list) or both" >&2; exit 2 ;; esac
+done
 
 # --- node, the clients, the namespace -------------------------------------
 
@@ -309,7 +318,7 @@ run_scenario() { # NAME MODE ROUND
       # what the proxy keeps after compacting (fixed + 20k recent + summary).
       fake_args+=(--overflow-tokens "${COMPACTOR_CLIENTS_OVERFLOW_TOKENS:-36000}")
       [ "$name" = codex-overflow-stream ] && fake_args+=(--overflow-mode stream)
-      [ "$mode" = direct ] && expect=overflow-failure
+      [ "$mode" != proxy ] && expect=overflow-failure
       ;;
     claude-overflow)
       # Claude Code's fixed part is ~29k tokens: it overflows late in the
@@ -326,7 +335,7 @@ run_scenario() { # NAME MODE ROUND
       # Direct, the fake offers remote compaction the way the service does;
       # through the proxy it does not (a local server): the proxy must answer
       # Codex's compaction_trigger itself.
-      [ "$mode" = direct ] && fake_args+=(--remote-compaction)
+      [ "$mode" != proxy ] && fake_args+=(--remote-compaction)
       ;;
   esac
   start_server "$dir/upstream.out" "$dir/upstream.err" node "$here/fake_upstream.mjs" "${fake_args[@]}" || {
@@ -334,9 +343,12 @@ run_scenario() { # NAME MODE ROUND
   local fake_pid=$started_pid
   base=$started_url
   local serve_pid=
-  if [ "$mode" = proxy ]; then
+  if [ "$mode" != direct ]; then
+    local window=()
+    # Passthrough: no window, so serve knows none for the fake's model names and compacts nothing proactively.
+    [ "$mode" = proxy ] && window=(--context-window "$(proxy_window "$name")")
     start_server "$dir/serve.out" "$dir/serve.err" "$compactor" serve --listen 127.0.0.1:0 --upstream "$base" \
-      --context-window "$(proxy_window "$name")" --store "$dir/store" "${serve_args[@]}" || {
+      "${window[@]}" --store "$dir/store" "${serve_args[@]}" || {
       stop_server "$fake_pid"
       report FAIL "$name" "$mode" "compactor serve did not start: $(tail -n2 "$dir/serve.err" | tr '\n' ' ')"
       return
@@ -370,14 +382,13 @@ run_scenario() { # NAME MODE ROUND
 # --- the rounds -----------------------------------------------------------
 
 modes=()
-[ "$mode" != proxy ] && modes+=(direct)
-if [ "$mode" != direct ]; then
-  if has_serve; then
-    modes+=(proxy)
+for m in "${wanted_modes[@]}"; do
+  if [ "$m" = direct ] || has_serve; then
+    modes+=("$m")
   else
-    echo "clients: SKIP proxy mode: $compactor has no 'serve' command yet (direct mode only)"
+    echo "clients: SKIP $m mode: $compactor has no 'serve' command yet"
   fi
-fi
+done
 
 IFS=, read -r -a scenarios <<<"$clients"
 start=$SECONDS
