@@ -283,6 +283,10 @@ bool RepairForJsonParse(std::string_view json, int error, std::string* out) {
   return true;
 }
 
+std::string JsonTooDeepMessage() {
+  return "JSON nested deeper than " + std::to_string(kMaxJsonNesting) + " levels";
+}
+
 bool JsonNestingExceeds(std::string_view json, size_t limit) {
   size_t openers = 0;
   for (char ch : json) openers += static_cast<size_t>(ch == '{') + static_cast<size_t>(ch == '[');
