@@ -21,7 +21,8 @@ export async function report({ bin, config, sub, sessionManager }) {
 		else if (sub === "stats") args = ["stats", file, ...leafArgs];
 		else args = ["eval", file, "--strategy", "summary,user-prompts,mask", ...(config.summarizer !== "offline" ? ["--summarizer", config.summarizer] : [])];
 		const { stdout } = await runBinary(bin, args, { timeoutMs: config.timeoutMs });
-		return stdout.trimEnd();
+		// The report names the scratch copy; the user knows the session by its own file.
+		return stdout.trimEnd().split(file).join(sessionManager.getSessionFile() ?? "(in-memory session)");
 	});
 }
 

@@ -23,7 +23,7 @@ export async function computeBranchSummary({ bin, config, event, sessionManager 
 				details: {
 					readFiles: result.readFiles ?? [],
 					modifiedFiles: result.modifiedFiles ?? [],
-					compactor: { summarizer: config.summarizer, entriesSummarized: result.entriesSummarized, commonAncestorId: result.commonAncestorId },
+					compactor: { summarizer: config.summarizer, entriesSummarized: Array.isArray(result.entriesSummarized) ? result.entriesSummarized.length : result.entriesSummarized, commonAncestorId: result.commonAncestorId },
 				},
 			},
 		};

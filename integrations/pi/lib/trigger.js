@@ -18,7 +18,11 @@ export async function shouldTrigger({ bin, config, ctx }) {
 		// The offline summarizer: deciding must not call a model.
 		const args = ["compact", file, "--if-needed", "--dry-run", "--json", "-q", "--settings", settings, "--context-window", String(window), "--summarizer", "offline"];
 		const result = await runJson(bin, args, { timeoutMs: config.timeoutMs });
-		if (result.compacted) return { fire: true, reason: `~${Math.round(result.tokensBefore)} tokens of a ${window}-token window` };
-		return { fire: false, reason: result.skippedReason ?? "" };
+		// Only the trigger decides: what is summarized is pi's preparation
+		// (its keepRecentTokens), which may find something where Compactor's
+		// defaults find nothing.
+		const reason = result.skippedReason ?? "";
+		if (reason.startsWith("below threshold") || reason === "disabled" || reason === "already compacted") return { fire: false, reason };
+		return { fire: true, reason: `~${Math.round(result.tokensBefore)} tokens of a ${window}-token window` };
 	});
 }
