@@ -9,7 +9,8 @@ export default function probe(pi) {
 		const log = process.env.PI_COMPACTOR_PROBE_LOG;
 		if (!log) return undefined;
 		const text = JSON.stringify(event.payload);
-		appendFileSync(log, JSON.stringify({ bytes: text.length, masked: (text.match(/\[Masked output of /g) || []).length }) + "\n");
+		const count = (re) => (text.match(re) || []).length;
+		appendFileSync(log, JSON.stringify({ bytes: text.length, masked: count(/\[Masked output of /g), pruned: count(/\[Output truncated - \d+ tokens\]/g) }) + "\n");
 		return undefined;
 	});
 	pi.registerCommand("probe-nav", {

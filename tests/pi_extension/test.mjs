@@ -454,7 +454,44 @@ async function printMask(dir, problems, facts) {
 	checkAnswer(dir, answerOf(run.stdout, readJsonl(file)), problems, facts);
 }
 
-const scenarios = { "print-threshold": printThreshold, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask };
+// oh-my-pi's tool-output pruning, the same way: the notice replaces old
+// outputs in what is sent, the session file keeps them.
+async function printPrune(dir, problems, facts) {
+	const fake = await startFake(dir, ["--steps", "16", "--pad", "4000"]);
+	writeAgentDir(dir, fake.url, { config: { prune: { protectTokens: 3000, minimumSavings: 1000 } } });
+	const run = await runPi(dir, [...piArgs(dir, "print"), PROMPT], piEnv(dir));
+	fake.stop();
+	if (run.code !== 0) problems.push(`pi exited ${run.code}: ${run.stderr.slice(-300)}`);
+	const file = sessionFiles(dir).at(-1);
+	if (!file) return problems.push("no session file");
+	const pruned = Math.max(0, ...readJsonl(join(dir, "probe.jsonl")).map((p) => p.pruned));
+	if (pruned === 0) problems.push("no request carried pruned tool outputs");
+	else facts.push(`requests carried up to ${pruned} pruned tool outputs`);
+	if (readFileSync(file, "utf8").includes("[Output truncated")) problems.push("the session file was changed (it holds a pruned output)");
+	if (readJsonl(join(dir, "upstream.jsonl")).some((r) => r.newest_result && r.newest_result.ok === false)) problems.push("a newest tool result reached the model changed");
+	checkAnswer(dir, answerOf(run.stdout, readJsonl(file)), problems, facts);
+}
+
+// Compactor failing (here: the configured notes file does not exist): pi
+// compacts by itself and the user is told why.
+async function printFailure(dir, problems, facts) {
+	const fake = await startFake(dir, ["--steps", "8", "--pad", "6000"]);
+	writeAgentDir(dir, fake.url, { contextWindow: 26000, config: { strategy: "notes", notes: "no-such-notes.md" } });
+	const run = await runPi(dir, [...piArgs(dir, "print"), PROMPT], piEnv(dir));
+	fake.stop();
+	if (run.code !== 0) problems.push(`pi exited ${run.code}: ${run.stderr.slice(-300)}`);
+	const file = sessionFiles(dir).at(-1);
+	if (!file) return problems.push("no session file");
+	const entries = readJsonl(file);
+	const list = compactions(entries);
+	if (list.length === 0 || list.some((c) => c.fromHook)) problems.push("pi did not fall back to its own compaction");
+	else facts.push("pi fell back to its own compaction");
+	if (!/pi-compactor: Compactor failed, pi compacts by itself: compactor compact: .*no-such-notes.md: no such file/.test(run.stderr)) problems.push(`no failure notice on stderr: ${run.stderr.slice(0, 300)}`);
+	else facts.push("the user was told why");
+	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
+}
+
+const scenarios = { "print-threshold": printThreshold, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure };
 
 let failed = 0;
 const wanted = opts.only ? opts.only.split(",") : Object.keys(scenarios);

@@ -39,7 +39,7 @@ export function runBinary(bin, args, { timeoutMs, signal } = {}) {
 	return new Promise((resolvePromise, reject) => {
 		execFile(bin, args, { maxBuffer: 1 << 30, timeout: timeoutMs, signal, encoding: "utf8" }, (err, stdout, stderr) => {
 			if (!err) return resolvePromise({ stdout, stderr });
-			const lastLine = (stderr || "").trim().split("\n").filter(Boolean).at(-1);
+			const lastLine = (stderr || "").trim().split("\n").filter(Boolean).at(-1)?.replace(/^compactor: /, "");
 			const why = err.killed ? `stopped after ${timeoutMs} ms` : err.code === "ABORT_ERR" ? "aborted" : `exit ${err.code}`;
 			reject(new Error(`compactor ${args[0]}: ${lastLine || err.message} (${why})`));
 		});
