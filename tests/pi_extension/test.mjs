@@ -188,6 +188,22 @@ async function printThreshold(dir, problems, facts) {
 	compareContexts(file, problems, facts);
 }
 
+// --no-session: no file at all; Compactor still compacts what the event
+// carries (its notice on stderr, no summarization request at the server).
+async function printNoSession(dir, problems, facts) {
+	const fake = await startFake(dir, ["--steps", "8", "--pad", "6000"]);
+	writeAgentDir(dir, fake.url, { contextWindow: 26000 });
+	const run = await runPi(dir, [...piArgs(dir, "print"), "--no-session", PROMPT], piEnv(dir));
+	fake.stop();
+	if (run.code !== 0) problems.push(`pi exited ${run.code}: ${run.stderr.slice(-300)}`);
+	if (sessionFiles(dir).length) problems.push("pi wrote a session file despite --no-session");
+	if (!/pi-compactor: Compactor \(summary\) summarized/.test(run.stderr)) problems.push(`no notice of Compactor's compaction: ${run.stderr.slice(0, 300)}`);
+	else facts.push("Compactor compacted the in-memory session");
+	if (summaryRequests(dir) !== 0) problems.push("the model server got a summarization request");
+	const final = readJsonl(join(dir, "upstream.jsonl")).filter((r) => r.kind === "final").at(-1);
+	checkAnswer(dir, run.stdout.trim() || final?.answer || "", problems, facts);
+}
+
 // --mode json, an overflow answered by the server mid-task: pi compacts
 // through Compactor, retries, and the task goes on to its end.
 async function jsonOverflow(dir, problems, facts) {
@@ -491,7 +507,7 @@ async function printFailure(dir, problems, facts) {
 	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
 }
 
-const scenarios = { "print-threshold": printThreshold, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure };
+const scenarios = { "print-threshold": printThreshold, "print-no-session": printNoSession, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure };
 
 let failed = 0;
 const wanted = opts.only ? opts.only.split(",") : Object.keys(scenarios);

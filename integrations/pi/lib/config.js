@@ -70,7 +70,9 @@ export function loadConfig(cwd) {
 				if (!(key in DEFAULTS)) throw new Error(`${file}: unknown key ${JSON.stringify(key)}`);
 			}
 			for (const key of ["bin", "settings", "notes"]) {
-				if (typeof loaded[key] === "string") loaded[key] = resolve(base, loaded[key]);
+				if (typeof loaded[key] !== "string") continue;
+				const value = loaded[key].startsWith("~/") ? join(homedir(), loaded[key].slice(2)) : loaded[key];
+				loaded[key] = resolve(base, value);
 			}
 			config = { ...config, ...loaded };
 			sources.push(file);
