@@ -47,7 +47,9 @@ export default function piCompactor(pi) {
 
 	function setup(ctx) {
 		const { config, error } = loadConfig(ctx?.cwd ?? process.cwd());
-		const found = config.serve ? { path: null } : findBinary(config);
+		// The binary is looked for even with a service configured: branch
+		// summaries, masking, pruning and the commands always run it.
+		const found = findBinary(config);
 		state = { config, error, bin: found.path, binError: found.error ?? null };
 		return state;
 	}
@@ -65,17 +67,19 @@ export default function piCompactor(pi) {
 			tell(ctx, `${what}: ${s.binError}`, "error");
 			return null;
 		}
-		return s.bin ?? "";
+		return s.bin;
 	}
 
 	pi.on("session_start", async (_event, ctx) => {
 		const s = setup(ctx);
 		if (s.error) tell(ctx, `configuration error (using pi's own compaction until fixed): ${s.error}`, "error");
+		else if (s.binError && s.config.serve) tell(ctx, `${s.binError}; compaction goes to ${s.config.serve}, branch summaries, masking, pruning and /compactor are off`, "warning");
 		else if (s.binError) tell(ctx, `${s.binError}; pi's own compaction stays in use`, "warning");
 	});
 
 	pi.on("session_before_compact", async (event, ctx) => {
-		const bin = binaryOr(ctx, "pi compacts by itself");
+		// With a service configured the compaction needs no binary.
+		const bin = current(ctx).config.serve && !current(ctx).error ? "" : binaryOr(ctx, "pi compacts by itself");
 		if (bin === null) return undefined;
 		const { config } = current(ctx);
 		const say = notifier(ctx);
@@ -154,7 +158,7 @@ export default function piCompactor(pi) {
 			}
 			const s = setup(ctx);
 			if (sub === "status") {
-				const where = s.config.serve ? `service ${s.config.serve}` : s.bin ? `binary ${s.bin}` : s.binError;
+				const where = `${s.bin ? `binary ${s.bin}` : s.binError}${s.config.serve ? `, compaction by the service ${s.config.serve}` : ""}`;
 				const text = `strategy ${s.config.strategy}, summarizer ${s.config.summarizer}, ${where}${s.config.trigger ? `, trigger ${s.config.trigger}` : ""}${s.config.mask ? ", mask" : ""}${s.config.prune ? ", prune" : ""}${s.error ? `; configuration error: ${s.error}` : ""}`;
 				return show(ctx, text);
 			}

@@ -10,6 +10,7 @@
 // when any failed.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
@@ -507,7 +508,33 @@ async function printFailure(dir, problems, facts) {
 	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
 }
 
-const scenarios = { "print-threshold": printThreshold, "print-no-session": printNoSession, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure };
+// A configured `compactor serve` that does not answer: pi compacts by itself
+// and says why (the service's own compaction endpoint is tested with serve).
+async function printServeDown(dir, problems, facts) {
+	const fake = await startFake(dir, ["--steps", "8", "--pad", "6000"]);
+	// A loopback port nobody listens on: taken, then given back.
+	const port = await new Promise((resolvePort) => {
+		const server = createServer().listen(0, "127.0.0.1", () => {
+			const { port: p } = server.address();
+			server.close(() => resolvePort(p));
+		});
+	});
+	writeAgentDir(dir, fake.url, { contextWindow: 26000, config: { serve: `http://127.0.0.1:${port}`, timeoutMs: 5000 } });
+	const run = await runPi(dir, [...piArgs(dir, "print"), PROMPT], piEnv(dir));
+	fake.stop();
+	if (run.code !== 0) problems.push(`pi exited ${run.code}: ${run.stderr.slice(-300)}`);
+	const file = sessionFiles(dir).at(-1);
+	if (!file) return problems.push("no session file");
+	const entries = readJsonl(file);
+	const list = compactions(entries);
+	if (list.length === 0 || list.some((c) => c.fromHook)) problems.push("pi did not fall back to its own compaction");
+	else facts.push("pi fell back to its own compaction");
+	if (!/pi-compactor: Compactor failed, pi compacts by itself: compactor serve at http:\/\/127\.0\.0\.1:\d+ unreachable: .*ECONNREFUSED/.test(run.stderr)) problems.push(`no failure notice on stderr: ${run.stderr.slice(0, 300)}`);
+	else facts.push("the user was told why");
+	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
+}
+
+const scenarios = { "print-threshold": printThreshold, "print-no-session": printNoSession, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure, "print-serve-down": printServeDown };
 
 let failed = 0;
 const wanted = opts.only ? opts.only.split(",") : Object.keys(scenarios);

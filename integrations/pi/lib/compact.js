@@ -36,7 +36,12 @@ async function viaServe(config, body, preparation, customInstructions, signal) {
 	if (process.env.COMPACTOR_SERVE_TOKEN) headers.authorization = `Bearer ${process.env.COMPACTOR_SERVE_TOKEN}`;
 	const url = `${config.serve.replace(/\/+$/, "")}/compactor/v1/compact?${query}`;
 	const timeout = AbortSignal.timeout(config.timeoutMs);
-	const response = await fetch(url, { method: "POST", headers, body, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+	let response;
+	try {
+		response = await fetch(url, { method: "POST", headers, body, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+	} catch (err) {
+		throw new Error(`compactor serve at ${config.serve} unreachable: ${err.cause?.message ?? err.message}`);
+	}
 	const text = await response.text();
 	let json;
 	try {
