@@ -327,6 +327,13 @@ async function rpcTree(dir, problems, facts) {
 		const file = sessionFiles(dir).at(-1);
 		if (!file) throw new Error("no session file after the task");
 
+		// A manual compaction (/compact, RPC "compact") with instructions.
+		const compacted = await rpc.call({ type: "compact", customInstructions: "Keep the secret's file name." }, "compact");
+		const manual = compactions(readJsonl(file)).at(-1);
+		if (!manual || manual.fromHook !== true || manual.details?.compactor?.strategy !== "summary") problems.push(`the manual compaction is not Compactor's: ${JSON.stringify(compacted).slice(0, 200)}`);
+		else facts.push("a manual compact gave Compactor's compaction");
+		compareContexts(file, problems, facts);
+
 		mark = rpc.mark();
 		await rpc.call({ type: "prompt", message: "/compactor stats" }, "/compactor stats");
 		const stats = await rpc.waitAfter(mark, notifyMatching(/entries/i), "the stats notification");
