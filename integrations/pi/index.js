@@ -78,10 +78,11 @@ export default function piCompactor(pi) {
 	});
 
 	pi.on("session_before_compact", async (event, ctx) => {
+		const { config, error } = current(ctx);
 		// With a service configured the compaction needs no binary.
-		const bin = current(ctx).config.serve && !current(ctx).error ? "" : binaryOr(ctx, "pi compacts by itself");
-		if (bin === null) return undefined;
-		const { config } = current(ctx);
+		const viaService = Boolean(config.serve) && !error;
+		const bin = viaService ? null : binaryOr(ctx, "pi compacts by itself");
+		if (!viaService && bin === null) return undefined;
 		const say = notifier(ctx);
 		const sessionManager = ctx.sessionManager;
 		try {
@@ -124,7 +125,7 @@ export default function piCompactor(pi) {
 			const messages = await rewriteContext({ bin: s.bin, config: s.config, messages: event.messages, sessionManager: ctx.sessionManager, signal: ctx.signal });
 			return messages ? { messages } : undefined;
 		} catch (err) {
-			say( `Compactor could not mask/prune tool outputs (sent unchanged): ${err.message}`, "warning");
+			say(`Compactor could not mask/prune tool outputs (sent unchanged): ${err.message}`, "warning");
 			return undefined;
 		}
 	});
