@@ -189,6 +189,29 @@ async function printThreshold(dir, problems, facts) {
 	compareContexts(file, problems, facts);
 }
 
+// summary with a configured model: Compactor's summarizer calls the model
+// named in its settings file (here the same fake server, Anthropic Messages);
+// the summarization request comes from Compactor, not from pi.
+async function printModelSummarizer(dir, problems, facts) {
+	const fake = await startFake(dir, ["--steps", "8", "--pad", "6000"]);
+	const settings = join(dir, "compactor-settings.json");
+	writeFileSync(settings, JSON.stringify({ models: { fake: { provider: "anthropic", baseUrl: fake.url, model: "fake-model", contextWindow: 200000, maxOutputTokens: 4096 } } }));
+	writeAgentDir(dir, fake.url, { contextWindow: 26000, config: { summarizer: "fake", settings } });
+	const run = await runPi(dir, [...piArgs(dir, "print"), PROMPT], piEnv(dir));
+	fake.stop();
+	if (run.code !== 0) problems.push(`pi exited ${run.code}: ${run.stderr.slice(-300)}`);
+	const file = sessionFiles(dir).at(-1);
+	if (!file) return problems.push("no session file");
+	const entries = readJsonl(file);
+	const c = checkCompactorCompaction(entries, "summary", problems, facts);
+	if (c && c.details?.compactor?.summarizer !== "fake") problems.push(`details.compactor.summarizer is ${c.details?.compactor?.summarizer}, want fake`);
+	const summaries = summaryRequests(dir);
+	if (summaries === 0) problems.push("Compactor's summarizer did not call the configured model");
+	else facts.push(`Compactor's summarizer called the configured model (${summaries} request(s))`);
+	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
+	compareContexts(file, problems, facts);
+}
+
 // --no-session: no file at all; Compactor still compacts what the event
 // carries (its notice on stderr, no summarization request at the server).
 async function printNoSession(dir, problems, facts) {
@@ -541,7 +564,7 @@ async function printServeDown(dir, problems, facts) {
 	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
 }
 
-const scenarios = { "print-threshold": printThreshold, "print-no-session": printNoSession, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure, "print-serve-down": printServeDown };
+const scenarios = { "print-threshold": printThreshold, "print-no-session": printNoSession, "print-model-summarizer": printModelSummarizer, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure, "print-serve-down": printServeDown };
 
 let failed = 0;
 const wanted = opts.only ? opts.only.split(",") : Object.keys(scenarios);
