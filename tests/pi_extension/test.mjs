@@ -365,6 +365,10 @@ async function rpcTree(dir, problems, facts) {
 		await rpc.call({ type: "prompt", message: "/compactor plan" }, "/compactor plan");
 		await rpc.waitAfter(mark, notifyMatching(/token/i), "the plan notification");
 		facts.push("/compactor plan notified");
+		mark = rpc.mark();
+		await rpc.call({ type: "prompt", message: "/compactor eval" }, "/compactor eval");
+		await rpc.waitAfter(mark, notifyMatching(/fact kind/), "the eval notification");
+		facts.push("/compactor eval notified");
 
 		// Back to the first assistant message: the branch after it is left
 		// behind and summarized.
