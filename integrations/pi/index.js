@@ -9,8 +9,8 @@
 // Any failure leaves the work to pi (its own compaction or summary) and tells
 // the user. README.md describes the configuration.
 import { findBinary } from "./lib/binary.js";
-import { report, handoffMessage, SUBCOMMANDS } from "./lib/commands.js";
-import { compactionStrategy, computeCompaction } from "./lib/compact.js";
+import { handoffMessage, report, SUBCOMMANDS } from "./lib/commands.js";
+import { computeCompaction } from "./lib/compact.js";
 import { loadConfig } from "./lib/config.js";
 import { rewriteContext } from "./lib/context.js";
 import { computeBranchSummary } from "./lib/tree.js";
