@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "compactor/env.h"
+#include "serve/compact_hook.h"
 #include "serve/content_encoding.h"
 
 namespace compactor::serve {
@@ -58,6 +59,12 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
     requested_port_ = listen->port;
   }
   requires_token_ = !IsLoopbackHost(host_);
+  // Compaction in the proxy (docs/serve.md). Only the embedded summarizer
+  // is wired so far: "upstream" and settings models fall back to it.
+  CompactHookOptions compact;
+  compact.context_window = options_.context_window;
+  compact.model_windows = options_.model_windows;
+  proxy_.AddHook(NewCompactHook(std::move(compact)));
 }
 
 Server::~Server() { Shutdown(); }
