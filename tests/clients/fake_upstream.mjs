@@ -249,8 +249,12 @@ function lastUserText(conv) {
 
 // A request asking for a summary of the conversation: the proxy's summarizer,
 // pi's compaction, Claude Code's compaction, Codex's checkpoint compaction.
+// The instruction is the request's last message: a user message earlier in
+// the conversation that mentions a summary (a proxy's compaction summary
+// followed by the kept tool calls and results) does not make it one.
 function isSummaryRequest(conv) {
-  const last = lastUserText(conv);
+  const final = conv.messages[conv.messages.length - 1];
+  const last = final && final.role === 'user' ? lastUserText(conv) : '';
   if (/summar|context checkpoint|checkpoint compaction/i.test(last)) return true;
   return /summari[sz]/i.test(conv.system.slice(0, 400));
 }
