@@ -196,6 +196,13 @@ class CompactExchangeHook : public ExchangeHook {
 
  private:
   bool MayRetry(const Exchange& ex) const { return ex.attempt() < 2; }
+  // Adds x-compactor-compacted for the attempt the client gets (once: a
+  // dropped attempt's compaction is not reported).
+  void Report(Exchange& ex) {
+    if (compacted_.empty()) return;
+    ex.AddResponseHeader("x-compactor-compacted", std::move(compacted_));
+    compacted_.clear();
+  }
   BodyVerdict Overflowed(Exchange& ex);
 
   CompactProxyHook* owner_;
@@ -205,6 +212,7 @@ class CompactExchangeHook : public ExchangeHook {
   int status_ = 0;
   int harder_ = 0;  // overflow retries asked for
   bool headers_added_ = false;
+  std::string compacted_;  // the header value, until the response is released
   std::unique_ptr<ProviderStreamParser> parser_;
 };
 
@@ -306,9 +314,8 @@ void CompactExchangeHook::BeforeForward(Exchange& ex) {
   ex.record().compacted = true;
   ex.record().tokens_before = p.tokens_before;
   ex.record().tokens_after = p.tokens_after;
-  ex.AddResponseHeader("x-compactor-compacted",
-                       "tokens-before=" + std::to_string(p.tokens_before) +
-                           "; tokens-after=" + std::to_string(p.tokens_after));
+  compacted_ = "tokens-before=" + std::to_string(p.tokens_before) +
+               "; tokens-after=" + std::to_string(p.tokens_after);
   ex.metrics().compactions().Add();
   ex.metrics().tokens_saved().Add(p.tokens_before - p.tokens_after);
   if (p.reused) ex.metrics().summary_cache_hits().Add();
@@ -316,7 +323,11 @@ void CompactExchangeHook::BeforeForward(Exchange& ex) {
 
 HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead& head) {
   status_ = head.status;
-  if (!MayRetry(ex)) return HeadVerdict::kRelay;
+  parser_.reset();
+  if (!MayRetry(ex)) {
+    Report(ex);
+    return HeadVerdict::kRelay;
+  }
   if (head.status >= 400) return HeadVerdict::kHold;
   if (head.status / 100 == 2 && head.event_stream) {
     ModelConfig model;
@@ -325,6 +336,7 @@ HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead
     parser_ = api_->NewStreamParser(model);
     return HeadVerdict::kHold;
   }
+  Report(ex);
   return HeadVerdict::kRelay;
 }
 
@@ -335,14 +347,20 @@ BodyVerdict CompactExchangeHook::Overflowed(Exchange& ex) {
 }
 
 EventVerdict CompactExchangeHook::OnEvent(Exchange& ex, const SseEvent& event) {
-  if (parser_ == nullptr) return EventVerdict::kRelease;
+  if (parser_ == nullptr) {
+    Report(ex);
+    return EventVerdict::kRelease;
+  }
   StreamEventInfo info = parser_->OnEvent(event.name, event.data);
   if (info.error && info.overflow.overflow && MayRetry(ex)) {
     Overflowed(ex);
     return EventVerdict::kRetry;
   }
   // Hold back only what precedes the first content-bearing event.
-  if (info.content_started || info.error || info.complete) return EventVerdict::kRelease;
+  if (info.content_started || info.error || info.complete) {
+    Report(ex);
+    return EventVerdict::kRelease;
+  }
   return EventVerdict::kContinue;
 }
 
@@ -351,6 +369,7 @@ BodyVerdict CompactExchangeHook::OnBody(Exchange& ex, std::string_view body) {
     ProviderError err = api_->ReadError(status_, body);
     if (err.overflow.overflow) return Overflowed(ex);
   }
+  Report(ex);
   return BodyVerdict::kRelease;
 }
 

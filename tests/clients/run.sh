@@ -318,7 +318,8 @@ run_scenario() { # NAME MODE ROUND
       # what the proxy keeps after compacting (fixed + 20k recent + summary).
       fake_args+=(--overflow-tokens "${COMPACTOR_CLIENTS_OVERFLOW_TOKENS:-36000}")
       [ "$name" = codex-overflow-stream ] && fake_args+=(--overflow-mode stream)
-      [ "$mode" != proxy ] && expect=overflow-failure
+      # Through serve (passthrough too) the proxy's overflow recovery applies.
+      [ "$mode" = direct ] && expect=overflow-failure
       ;;
     claude-overflow)
       # Claude Code's fixed part is ~29k tokens: it overflows late in the

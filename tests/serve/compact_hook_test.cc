@@ -272,6 +272,10 @@ TEST_F(ServeCompactTest, HttpOverflowIsRecoveredByCompactingAndRetrying) {
   ASSERT_EQ(upstream_.request_count(), 2u);
   EXPECT_EQ(upstream_.requests()[0].body, body);
   EXPECT_LT(upstream_.requests()[1].body.size(), body.size());
+  int compacted_headers = 0;
+  for (const auto& [name, value] : res->headers)
+    compacted_headers += name == "x-compactor-compacted";
+  EXPECT_EQ(compacted_headers, 1);
 }
 
 TEST_F(ServeCompactTest, OverflowRecoveryGivesUpAfterTwoRetries) {
