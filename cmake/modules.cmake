@@ -72,7 +72,7 @@ compactor_module(NAME strategies
 # the strategies (the settings struct itself is policy's).
 compactor_module(NAME settings
   HEADERS settings.h
-  USES status env tokens policy strategies
+  USES status env util tokens policy strategies
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json)
 compactor_module(NAME providers
   HEADERS providers.h provider_api.h client_request.h overflow.h llm_summarizer.h model_input.h

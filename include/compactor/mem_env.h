@@ -77,7 +77,9 @@ class MemEnv : public Env {
   virtual void FailNth(MemEnvOp op, int n, int error = EIO) = 0;
   // The disk fills up after `bytes` more bytes of file data: the write that
   // crosses the limit stores what fits and the next fails with ENOSPC (as
-  // write(2) does). nullopt: unlimited.
+  // write(2) does). AppendLines reserves its whole length first, as the
+  // POSIX Env does with fallocate: when it does not fit, nothing is written.
+  // nullopt: unlimited.
   virtual void SetDiskSpace(std::optional<uint64_t> bytes) = 0;
   // The n-th write from now stores only its first `keep` bytes and returns
   // that count, as write(2) may; the caller must write the rest.

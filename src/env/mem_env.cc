@@ -197,6 +197,11 @@ class MemEnvImpl final : public MemEnv {
     std::lock_guard<std::mutex> l(mu_);
     COMPACTOR_ASSIGN_OR_RETURN(Node * n, FindFile(path));
     if (lines.empty()) return Status::Ok();
+    // As the POSIX Env's fallocate: on a full disk nothing is written. (A
+    // short write, ShortWriteNth, still leaves part of an entry.)
+    size_t total = 0;
+    for (const std::string& line : lines) total += line.size() + 1;
+    if (space_ && *space_ < total) return ErrnoStatus(path, "write", ENOSPC);
     std::string buf;
     for (const std::string& line : lines) {
       buf.assign(line);
@@ -219,7 +224,7 @@ class MemEnvImpl final : public MemEnv {
     auto node = NewNode();
     node->mode = old != files_.end() ? old->second->mode : (options.create_mode & 07777 & ~kUmask);
     files_[tmp] = node;
-    Status s = WriteAll(node.get(), contents, tmp_name);
+    Status s = WriteAll(node.get(), contents, path);  // as the POSIX Env: the target's name
     if (s.ok()) s = SyncFile(node.get(), tmp_name);
     if (!s.ok()) {
       files_.erase(tmp);

@@ -97,6 +97,20 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return Status::Ok();
 }
 
+// Allocates the blocks an append of `len` bytes at `end` needs before a byte
+// is written: on a full disk (or over a quota) the append then fails whole
+// instead of leaving part of an entry in the file. A filesystem that cannot
+// preallocate (EOPNOTSUPP: some network and FUSE filesystems) falls back to
+// the plain write, whose fragment the next append ends (docs/reliability.md).
+// A writer that takes no lock may append in between and use up part of the
+// reservation; then a short write is still possible, as without it.
+Status ReserveAppend(int fd, off_t end, size_t len, const std::string& path) {
+  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, end, static_cast<off_t>(len)) == 0) return Status::Ok();
+  if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)
+    return ErrnoStatus(path, "write", errno);
+  return Status::Ok();
+}
+
 // Opens without blocking (a FIFO without a writer would block a plain open),
 // then clears O_NONBLOCK so reads wait for data as usual.
 Result<int> OpenForReading(const std::string& path) {
@@ -466,6 +480,9 @@ class PosixEnv final : public Env {
     if (fstat(fd.get(), &st) != 0) return ErrnoStatus(path, "stat", errno);
     if (!S_ISREG(st.st_mode)) return WrongKind(path, st.st_mode);
     if (lines.empty()) return Status::Ok();
+    size_t total = 0;
+    for (const std::string& line : lines) total += line.size() + 1;
+    COMPACTOR_RETURN_IF_ERROR(ReserveAppend(fd.get(), st.st_size, total, path));
     std::string buf;
     for (const std::string& line : lines) {
       buf.assign(line);
@@ -520,7 +537,8 @@ class PosixEnv final : public Env {
       }
       if (fchmod(fd.get(), st.st_mode & 07777) != 0) return fail(ErrnoStatus(tmp, "chmod", errno));
     }
-    Status s = WriteAll(fd.get(), contents, tmp);
+    // Named after the file being written (the temporary one is gone after).
+    Status s = WriteAll(fd.get(), contents, target);
     if (!s.ok()) return fail(s);
     if (::fsync(fd.get()) != 0) return fail(ErrnoStatus(tmp, "fsync", errno));
     // The descriptor (and its flock) stays open until the rename is done.

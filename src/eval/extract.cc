@@ -11,6 +11,7 @@
 
 #include "compactor/context.h"
 #include "compactor/eval.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace {
@@ -213,7 +214,7 @@ class ProbeFactCollector {
   }
 
   void AddToolCall(const ContentBlock& b, const Entry& e) {
-    auto args = nlohmann::json::parse(b.arguments_json, nullptr, false);
+    auto args = internal::ParseJsonNoDeeperThanLimit<nlohmann::json>(b.arguments_json);
     Call c{b.tool_name, "", std::string(e.id)};
     if (args.is_object()) {
       const char* k = b.tool_name == "bash" ? "command" : "path";

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compactor/eval.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace {
@@ -48,6 +49,8 @@ std::string FactFileToJson(const FactFile& file) {
 
 Result<FactFile> ParseFactFile(std::string_view json, std::string_view name) {
   const std::string where(name);
+  if (internal::JsonNestingExceeds(json, internal::kMaxJsonNesting))
+    return Status::InvalidArgument(where + ": " + internal::JsonTooDeepMessage());
   try {
     Json j = Json::parse(json);
     if (!j.is_object()) return Status::InvalidArgument(where + ": not a JSON object");

@@ -7,6 +7,7 @@
 
 #include "compactor/eval.h"
 #include "compactor/js_json.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace {
@@ -18,7 +19,7 @@ bool IsWordChar(char c) {
 // Tool-call arguments as "key: value" lines with string values unescaped, so
 // a command with quotes reads the same as in prose.
 std::string RenderArguments(std::string_view arguments_json) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(arguments_json, nullptr, false);
+  auto j = internal::ParseJsonNoDeeperThanLimit<nlohmann::ordered_json>(arguments_json);
   if (j.is_discarded() || !j.is_object()) return std::string(arguments_json);
   std::string out;
   for (auto it = j.begin(); it != j.end(); ++it) {

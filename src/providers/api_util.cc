@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/json_scan.h"
+
 namespace compactor::providers {
 
 int64_t ResolveMaxTokens(const ModelConfig& model, const LlmRequest& req, bool required) {
@@ -30,13 +32,13 @@ std::string JoinedText(const std::vector<LlmPart>& parts) {
 }
 
 Json ParseArguments(const std::string& text) {
-  Json args = Json::parse(text, nullptr, false);
+  Json args = internal::ParseJsonNoDeeperThanLimit<Json>(text);
   if (args.is_discarded() || !args.is_object()) return Json::object();
   return args;
 }
 
 Json ToolSchema(const LlmTool& tool) {
-  Json schema = Json::parse(tool.parameters_json, nullptr, false);
+  Json schema = internal::ParseJsonNoDeeperThanLimit<Json>(tool.parameters_json);
   if (schema.is_discarded() || !schema.is_object()) {
     schema = {{"type", "object"}, {"properties", Json::object()}};
   }
@@ -109,7 +111,9 @@ Status Malformed(const ModelConfig& model, std::string_view what) {
 }
 
 Result<Json> ParseObjectBody(const ModelConfig& model, std::string_view body) {
-  Json doc = Json::parse(body.begin(), body.end(), nullptr, false);
+  if (internal::JsonNestingExceeds(body, internal::kMaxJsonNesting))
+    return Malformed(model, internal::JsonTooDeepMessage());
+  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(body);
   if (doc.is_discarded()) return Malformed(model, "invalid JSON");
   if (!doc.is_object()) return Malformed(model, "not a JSON object");
   return doc;
@@ -147,7 +151,18 @@ StreamEventInfo StreamParserBase::OnEvent(std::string_view, std::string_view dat
     info.complete = true;
     return info;
   }
-  Json j = Json::parse(data.begin(), data.end(), nullptr, false);
+  if (internal::JsonNestingExceeds(data, internal::kMaxJsonNesting)) {
+    // Not junk to skip: the rest of the response may be missing in it.
+    response_.stop_reason = "error";
+    response_.error_message =
+        api_ + ": malformed response (an event's " + internal::JsonTooDeepMessage() + ")";
+    done_ = true;
+    info.error = true;
+    info.error_message = response_.error_message;
+    info.stop_reason = "error";
+    return info;
+  }
+  Json j = internal::ParseJsonNoDeeperThanLimit<Json>(data);
   if (j.is_discarded() || !j.is_object()) return info;  // tolerate junk lines
   std::string type = StringAt(j, "type");
   if (type == "error" || (j.contains("error") && !j["error"].is_null() && type.empty())) {
@@ -199,7 +214,7 @@ ProviderError HttpError(int status, std::string_view body, std::string type, std
 }
 
 void ReadErrorFields(std::string_view body, std::string* type, std::string* detail) {
-  Json doc = Json::parse(body.begin(), body.end(), nullptr, false);
+  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(body);
   if (!doc.is_object()) return;
   auto it = doc.find("error");
   if (it == doc.end() || it->is_null()) return;

@@ -161,8 +161,8 @@ bool SameIgnoringCacheControl(std::string_view a, std::string_view b) {
   if (a.find(kKey) == std::string_view::npos && b.find(kKey) == std::string_view::npos) {
     return false;
   }
-  Json ja = Json::parse(a.begin(), a.end(), nullptr, false);
-  Json jb = Json::parse(b.begin(), b.end(), nullptr, false);
+  Json ja = internal::ParseJsonNoDeeperThanLimit<Json>(a);
+  Json jb = internal::ParseJsonNoDeeperThanLimit<Json>(b);
   if (ja.is_discarded() || jb.is_discarded()) return false;
   StripCacheControl(ja);
   StripCacheControl(jb);

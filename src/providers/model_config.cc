@@ -3,6 +3,7 @@
 
 #include "compactor/provider_api.h"
 #include "compactor/providers.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace {
@@ -134,7 +135,9 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
 }  // namespace
 
 Result<std::vector<ModelConfig>> ParseModelConfigs(std::string_view settings_json) {
-  Json doc = Json::parse(settings_json.begin(), settings_json.end(), nullptr, false);
+  if (internal::JsonNestingExceeds(settings_json, internal::kMaxJsonNesting))
+    return Status::InvalidArgument("settings: " + internal::JsonTooDeepMessage());
+  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(settings_json);
   if (doc.is_discarded()) return Status::InvalidArgument("settings: invalid JSON");
   if (!doc.is_object()) return Status::InvalidArgument("settings: not a JSON object");
   std::vector<ModelConfig> out;

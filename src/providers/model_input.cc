@@ -10,6 +10,7 @@
 #include "compactor/provider_api.h"
 #include "compactor/summarizer.h"
 #include "providers/json_util.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace {
@@ -159,7 +160,7 @@ std::vector<LlmMessage> ConvertMessages(const std::vector<Message>& messages) {
 std::string StoredRemoteCompaction(const Session& session, size_t compaction_index) {
   std::string_view pd = session.FieldJson(compaction_index, "preserveData");
   if (pd.empty()) return "";
-  Json doc = Json::parse(pd.begin(), pd.end(), nullptr, false);
+  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(pd);
   if (!doc.is_object()) return "";
   auto it = doc.find("openaiRemoteCompaction");
   if (it == doc.end() || !it->is_object()) return "";
@@ -189,7 +190,7 @@ std::vector<LlmMessage> ToLlmMessages(std::span<const ContextMessage> messages) 
     const Json* raw_ptr = nullptr;
     // Raw JSON only where image data may be needed.
     if (text.find("\"image\"") != std::string_view::npos) {
-      raw = Json::parse(text.begin(), text.end(), nullptr, false);
+      raw = internal::ParseJsonNoDeeperThanLimit<Json>(text);
       if (raw.is_object()) raw_ptr = &raw;
     }
     if (auto c = Convert(*parsed, raw_ptr)) out.push_back(std::move(*c));
@@ -244,8 +245,9 @@ std::string AssistantMessageJson(const ModelConfig& model, std::string_view prov
   Json content = Json::array();
   if (!response.text.empty()) content.push_back({{"type", "text"}, {"text", response.text}});
   for (const LlmToolCall& c : response.tool_calls) {
-    Json args = Json::parse(c.arguments_json, nullptr, false);
-    // Arguments the model broke are kept as text so nothing it said is lost.
+    Json args = internal::ParseJsonNoDeeperThanLimit<Json>(c.arguments_json);
+    // Arguments the model broke (or nested past any walk) are kept as text
+    // so nothing it said is lost.
     if (args.is_discarded() || !args.is_object()) args = {{"_raw", c.arguments_json}};
     content.push_back(
         {{"type", "toolCall"}, {"id", c.id}, {"name", c.name}, {"arguments", std::move(args)}});
@@ -304,7 +306,7 @@ CompactionHooks::Compacting RemoteCompactionHook(RemoteCompactionOptions options
     if (auto prev = LatestCompactionOnLeafPath(e.session)) {
       std::string stored = StoredRemoteCompaction(e.session, *prev);
       if (auto h = stored.empty() ? std::nullopt : ReplacementHistoryFor(stored, o.provider)) {
-        items = Json::parse(*h, nullptr, false);
+        items = internal::ParseJsonNoDeeperThanLimit<Json>(*h);
         have_history = items.is_array();
         if (!have_history) items = Json::array();
       }

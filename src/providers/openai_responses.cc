@@ -8,6 +8,7 @@
 #include "compactor/js_json.h"
 #include "providers/api_util.h"
 #include "providers/client_util.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace providers {
@@ -65,7 +66,7 @@ Json Body(const ModelConfig& model, const LlmRequest& req) {
   if (!req.system_prompt.empty()) body["instructions"] = req.system_prompt;
   Json input = Json::array();
   if (!req.responses_history_json.empty()) {
-    Json history = Json::parse(req.responses_history_json, nullptr, false);
+    Json history = internal::ParseJsonNoDeeperThanLimit<Json>(req.responses_history_json);
     if (history.is_array()) input = std::move(history);
   }
   for (Json& item : InputItems(req.messages)) input.push_back(std::move(item));

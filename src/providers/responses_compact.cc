@@ -7,6 +7,7 @@
 #include "compactor/estimate.h"
 #include "compactor/providers.h"
 #include "providers/json_util.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace {
@@ -69,7 +70,7 @@ Result<HttpRequest> BuildResponsesCompactRequest(const ModelConfig& model,
                                                  std::string_view input_items_json,
                                                  std::string_view instructions,
                                                  std::string_view api_key) {
-  Json items = Json::parse(input_items_json.begin(), input_items_json.end(), nullptr, false);
+  Json items = internal::ParseJsonNoDeeperThanLimit<Json>(input_items_json);
   if (items.is_discarded() || !items.is_array()) {
     return Status::InvalidArgument("responses/compact: input items must be a JSON array");
   }
@@ -120,7 +121,11 @@ Result<HttpRequest> BuildResponsesCompactRequest(const ModelConfig& model,
 
 Result<RemoteCompaction> ParseResponsesCompactResponse(std::string_view body,
                                                        std::string_view provider) {
-  Json doc = Json::parse(body.begin(), body.end(), nullptr, false);
+  if (internal::JsonNestingExceeds(body, internal::kMaxJsonNesting)) {
+    return Status::Unavailable("responses/compact: malformed response (" +
+                               internal::JsonTooDeepMessage() + ")");
+  }
+  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(body);
   if (doc.is_discarded() || !doc.is_object()) {
     return Status::Unavailable("responses/compact: malformed response (invalid JSON)");
   }
@@ -160,7 +165,7 @@ Result<RemoteCompaction> ParseResponsesCompactResponse(std::string_view body,
 
 std::optional<std::string> ReplacementHistoryFor(std::string_view stored_json,
                                                  std::string_view provider) {
-  Json doc = Json::parse(stored_json.begin(), stored_json.end(), nullptr, false);
+  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(stored_json);
   if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
   if (!doc.contains("provider") || !doc["provider"].is_string() ||
       doc["provider"].get<std::string>() != provider) {

@@ -11,6 +11,7 @@
 #include "compactor/estimate.h"
 #include "compactor/prune.h"
 #include "prune/common.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace {
@@ -59,6 +60,9 @@ std::string Clip(const std::string& s, size_t max_units, bool middle) {
 std::string ArgumentsSummary(const std::string& arguments_json, size_t max_chars) {
   if (arguments_json.empty()) return "";
   std::string out;
+  // Deeper than any walk may go (dump recurses): shown as the text it is.
+  if (internal::JsonNestingExceeds(arguments_json, internal::kMaxJsonNesting))
+    return Clip(arguments_json, max_chars, /*middle=*/false);
   try {
     nlohmann::ordered_json args = nlohmann::ordered_json::parse(arguments_json);
     if (!args.is_object()) {

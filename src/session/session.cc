@@ -626,8 +626,7 @@ void SessionState::ParseChunk(Chunk& c) {
     if (internal::JsonNestingExceeds(line, internal::kMaxJsonNesting)) {
       // Every walk over a value (estimates, canonical JSON, message parsing)
       // may then recurse once per level: refuse the line before any does.
-      const std::string msg =
-          "JSON nested deeper than " + std::to_string(internal::kMaxJsonNesting) + " levels";
+      const std::string msg = internal::JsonTooDeepMessage();
       if (!have_header) return fail(line_no, "not a pi session file (" + msg + ")");
       if (options.strict) return fail(line_no, msg);
       warn(line_no, msg + "; line skipped");

@@ -9,6 +9,7 @@
 #include "compactor/policy.h"
 #include "compactor/strategy.h"
 #include "compactor/tokenizer.h"
+#include "util/json_scan.h"
 
 namespace compactor {
 namespace {
@@ -184,7 +185,10 @@ std::string SettingsWarning::ToString() const { return file + ": " + message; }
 
 Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view name,
                                          const CompactionSettings& base) {
-  Json doc = Json::parse(json, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (internal::JsonNestingExceeds(json, internal::kMaxJsonNesting))
+    return Status::InvalidArgument(
+        fmt::format("settings file {}: {}", name, internal::JsonTooDeepMessage()));
+  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(json, /*ignore_comments=*/true);
   if (doc.is_discarded()) {
     // Re-parse with exceptions only to get nlohmann's position-bearing message.
     std::string detail = "invalid JSON";

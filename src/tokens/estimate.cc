@@ -11,6 +11,7 @@
 
 #include "compactor/js_json.h"
 #include "tokens/estimate_internal.h"
+#include "util/json_scan.h"
 #include "util/kernel.h"
 #include "util/utf8.h"
 
@@ -554,6 +555,11 @@ const MessageObserver* TokenEstimateObserver() { return &kEstimateObserver; }
 #endif
 
 int64_t EstimateMessageTokens(std::string_view message_json) {
+  // The walks below recurse once per nesting level. Session lines were
+  // checked when read; a message from elsewhere (a provider's reply, a
+  // library caller) nested deeper is charged as its text, chars/4.
+  if (internal::JsonNestingExceeds(message_json, internal::kMaxJsonNesting))
+    return CeilDiv4(static_cast<int64_t>(message_json.size()));
   if (auto fast = internal::EstimateMessageTokensFast(message_json)) return *fast;
   return internal::EstimateMessageTokensFull(message_json);
 }

@@ -283,6 +283,10 @@ bool RepairForJsonParse(std::string_view json, int error, std::string* out) {
   return true;
 }
 
+std::string JsonTooDeepMessage() {
+  return "JSON nested deeper than " + std::to_string(kMaxJsonNesting) + " levels";
+}
+
 bool JsonNestingExceeds(std::string_view json, size_t limit) {
   // Every session line passes here, so the bracket count is written to
   // vectorize: '[' and '{' differ only in bit 0x20, and byte counters over

@@ -60,6 +60,25 @@ inline constexpr size_t kMaxJsonNesting = 1024;
 // check costs little on ordinary lines. `json` need not be valid JSON.
 bool JsonNestingExceeds(std::string_view json, size_t limit);
 
+// "JSON nested deeper than 1024 levels": the one wording of the refusal, for
+// session lines and every other JSON read from outside.
+std::string JsonTooDeepMessage();
+
+// nlohmann's parse (no exceptions) of JSON from outside the session files:
+// settings, provider replies and stream events, tool arguments, probe facts.
+// nlohmann parses deep text without recursion, but its dump(), copies and
+// comparisons recurse once per level, so text nested deeper than
+// kMaxJsonNesting is refused first, as session lines are: the result is then
+// a discarded value, like invalid JSON. Callers that report errors test
+// JsonNestingExceeds first to say which. `Json` is nlohmann::json or
+// nlohmann::ordered_json (a template, so this module needs no nlohmann).
+template <class Json>
+Json ParseJsonNoDeeperThanLimit(std::string_view text, bool ignore_comments = false) {
+  if (JsonNestingExceeds(text, kMaxJsonNesting)) return Json(Json::value_t::discarded);
+  return Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false,
+                     ignore_comments);
+}
+
 }  // namespace compactor::internal
 
 #endif  // COMPACTOR_SRC_UTIL_JSON_SCAN_H_

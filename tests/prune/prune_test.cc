@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "compactor/context.h"
@@ -374,10 +375,17 @@ TEST(ApplyRewrite, RefusesTextThatDoesNotMatchTheSession) {
   std::string other = b.text();
   other.replace(other.find("abcd"), 4, "ABCD");
   ao.original_text = other;
-  EXPECT_EQ(ApplyRewrite(*s, *plan, ao).status().code(), StatusCode::kFailedPrecondition);
+  const auto changed_line = 1 + std::count(other.begin(), other.begin() + other.find("ABCD"), '\n');
+  Status changed = ApplyRewrite(*s, *plan, ao).status();
+  EXPECT_EQ(changed.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(changed.message(),
+            "t.jsonl:" + std::to_string(changed_line) +
+                ": the file does not match the loaded session (changed since it was read?)");
   std::string shorter = b.text().substr(0, b.text().find("\n") + 1);
   ao.original_text = shorter;
-  EXPECT_EQ(ApplyRewrite(*s, *plan, ao).status().code(), StatusCode::kFailedPrecondition);
+  Status short_status = ApplyRewrite(*s, *plan, ao).status();
+  EXPECT_EQ(short_status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(short_status.message(), "t.jsonl: the file is shorter than the loaded session");
   // A plan naming a non-result entry is a caller error.
   RewritePlan bad;
   bad.outputs.push_back(ReplacedOutput{});

@@ -193,6 +193,80 @@ TEST(HostileInput, EveryCommandUnderMemoryLimits) {
   EXPECT_GT(exhausted, 0);
 }
 
+// Out of memory while a JSON document of the output is built, dumped or
+// destroyed (nlohmann's destructor allocates and is noexcept: a bad_alloc
+// there used to end in std::terminate, SIGABRT), or while the command line
+// itself is built. For each --json command the smallest address-space limit
+// it succeeds under is found, then it runs under every limit below it, in
+// steps of 256 KiB, down to where the program cannot start: the dynamic
+// loader fails (exit 127) or a static initializer of the C++ runtime or a
+// library runs out (std::terminate before main; no handler can reach it).
+// That floor is where `compactor --version` cannot run either. Above it every
+// run must succeed as without a limit or exit 4 with the message, never die
+// of a signal.
+TEST(HostileInput, JsonOutputUnderTightMemoryLimits) {
+  TempDir d;
+  const std::string original = Session(3000, 300);
+  const std::string cli = COMPACTOR_CLI_PATH;
+  const std::vector<std::vector<std::string>> commands = {
+      {"context", "FILE", "--json"},
+      {"stats", "FILE", "--json"},
+      {"tree", "FILE", "--json"},
+      {"tokens", "FILE", "--json"},
+      {"plan", "FILE", "--json"},
+      {"migrate", "FILE", "--json", "-o", "OUT"},
+      {"compact", "FILE", "--json", "--dry-run"},
+      {"prune", "FILE", "--json", "--dry-run"},
+      {"branch", "FILE", "--json", "--dry-run", "--to", "e1500"},
+  };
+  for (const auto& args : commands) {
+    const std::string dir = d.path() + "/" + args[0];
+    ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+    const std::string file = dir + "/s.jsonl";
+    { std::ofstream(file, std::ios::binary) << original; }
+    auto run = [&](int64_t limit_kib, bool version_only = false) {
+      ::unlink((dir + "/out.jsonl").c_str());
+      std::string cmd = limit_kib > 0 ? "ulimit -v " + std::to_string(limit_kib) + "; " : "";
+      cmd += "exec " + Quote(cli);
+      if (version_only) return RunShell(cmd + " --version");
+      for (const std::string& a : args)
+        cmd += " " + Quote(a == "FILE" ? file : a == "OUT" ? dir + "/out.jsonl" : a);
+      return RunShell(cmd);
+    };
+    const RunResult unlimited = run(0);
+    ASSERT_EQ(unlimited.exit_code, 0) << args[0] << ": " << unlimited.err;
+    // The smallest limit that succeeds, to 64 KiB.
+    int64_t low = 1 << 10, high = 1 << 20;  // KiB
+    while (high - low > 64) {
+      const int64_t mid = (low + high) / 2;
+      const RunResult r = run(mid);
+      ASSERT_FALSE(Died(r)) << args[0] << " under " << mid << " KiB died: " << r.exit_code << " "
+                            << r.err;
+      (r.exit_code == 0 ? high : low) = mid;
+    }
+    int exhausted = 0;
+    for (int64_t limit = high; limit > 0; limit -= 256) {
+      const RunResult r = run(limit);
+      const std::string label = args[0] + " under " + std::to_string(limit) + " KiB";
+      if (r.exit_code == 127 || Died(r)) {
+        const RunResult start = run(limit, /*version_only=*/true);
+        if (start.exit_code == 127 || Died(start)) break;  // the floor: it cannot start
+      }
+      ASSERT_FALSE(Died(r)) << label << " died: " << r.exit_code << " " << r.err;
+      if (r.exit_code == 4) {
+        ++exhausted;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << label << ": " << r.err;
+        EXPECT_NE(r.err.find("out of memory"), std::string::npos) << label << ": " << r.err;
+        EXPECT_EQ(r.out, "") << label;
+      } else {
+        EXPECT_EQ(r.exit_code, 0) << label << ": " << r.err;
+      }
+      EXPECT_TRUE(ReadFileOrDie(file) == original) << label << ": the session changed";
+    }
+    EXPECT_GT(exhausted, 0) << args[0] << ": no limit was tight enough";
+  }
+}
+
 // The case of issue 12: a few huge lines, where the JSON parser's own buffers
 // run out (simdjson reports it as an error code, which was taken for a
 // malformed line: `migrate --in-place` then wrote the file without them).

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -337,6 +338,27 @@ TEST(Reliability, SigkillTortureLosesNothingAndLeavesNothingBehind) {
         return f;
       }(),
       torn_seen, temps_seen);
+}
+
+// A rewrite by a user who cannot give the file back to its owner (only root
+// may chown) refuses instead of handing another user's session to itself.
+TEST(Reliability, ARewriteThatCannotKeepTheOwnerRefuses) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run the rewrite as another user";
+  if (::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs setpriv (util-linux)";
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);  // the other user may create files here
+  const std::string original = ReadFileOrDie(testing::FixturePath("pi/long.v3.jsonl"));
+  const std::string file = dir.Write("s.jsonl", original);  // owned by root
+  ASSERT_EQ(::chmod(file.c_str(), 0666), 0);
+  testing::RunResult r = testing::RunProgram(
+      {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", COMPACTOR_CLI_PATH,
+       "prune", file, "-q", "--protect-tokens", "500", "--minimum-savings", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "compactor: " + file +
+                       ": belongs to uid 0 gid 0, which a rewrite by this user cannot keep; "
+                       "nothing written\n");
+  EXPECT_TRUE(ReadFileOrDie(file) == original) << "the session changed";
+  EXPECT_THAT(TempFiles(dir.path()), ::testing::IsEmpty());
 }
 
 }  // namespace

@@ -2,49 +2,19 @@
 // (src/serve/content_encoding.h).
 #include "serve/http_util.h"
 
-#include <brotli/encode.h>
 #include <gtest/gtest.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <string>
 
+#include "serve/compress.h"
 #include "serve/content_encoding.h"
 
 namespace compactor::serve {
 namespace {
 
-std::string Zlib(const std::string& in, int window_bits) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, in.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string Brotli(const std::string& in) {
-  size_t n = BrotliEncoderMaxCompressedSize(in.size());
-  std::string out(n, '\0');
-  EXPECT_TRUE(BrotliEncoderCompress(
-      BROTLI_DEFAULT_QUALITY, BROTLI_DEFAULT_WINDOW, BROTLI_DEFAULT_MODE, in.size(),
-      reinterpret_cast<const uint8_t*>(in.data()), &n, reinterpret_cast<uint8_t*>(out.data())));
-  out.resize(n);
-  return out;
-}
-
-std::string Zstd(const std::string& in) {
-  std::string out(ZSTD_compressBound(in.size()), '\0');
-  size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
-}
+using compactor::testing::Brotli;
+using compactor::testing::Zlib;
+using compactor::testing::Zstd;
 
 const std::string kJson = R"({"model":"m","messages":[{"role":"user","content":"hello"}]})";
 

@@ -3,14 +3,13 @@
 // arrives, headers, compressed bodies, limits, upstream failures, the service
 // routes and the request log. Every wait is bounded.
 #include <gtest/gtest.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "serve/compress.h"
 #include "serve/hooks.h"
 #include "serve/serve_fixture.h"
 
@@ -25,28 +24,6 @@ const char kAnthropicBody[] = R"({"model":"claude-sonnet-4-5","max_tokens":64,"s
 const char kResponsesBody[] =
     R"({"model":"gpt-5","stream":true,"store":false,"input":[{"role":"user","content":"hi"}]})";
 const char kChatBody[] = R"({"model":"gpt-5","messages":[{"role":"user","content":"hi"}]})";
-
-std::string Gzip(const std::string& in) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, in.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string Zstd(const std::string& in) {
-  std::string out(ZSTD_compressBound(in.size()), '\0');
-  size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
-}
 
 bool Contains(const std::vector<std::string>& lines, const std::string& needle) {
   for (const auto& l : lines) {

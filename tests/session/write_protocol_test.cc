@@ -78,16 +78,33 @@ TEST(WriteProtocol, AYoungTailThatStaysIsTornAfterTheGracePeriod) {
   EXPECT_LT(Slept(d.env()), 500);
 }
 
-TEST(WriteProtocol, AFullDiskLeavesPartOfALineTheNextAppendEnds) {
+// A full disk refuses the append whole (the Env reserves its length first).
+TEST(WriteProtocol, AFullDiskAppendWritesNothing) {
   MemDir d;
   std::string path = d.Write("s.jsonl", kHeader + "\n");
   AppendOptions o;
   o.env = d.env();
   d.env()->SetDiskSpace(5);
   Status s = AppendLines(path, {"{\"b\":22222}"}, o);
-  EXPECT_THAT(s.message(), HasSubstr(std::strerror(ENOSPC)));
-  EXPECT_EQ(d.Read(path), kHeader + "\n{\"b\":");  // never truncated
+  EXPECT_EQ(s.message(), path + ": write: " + std::strerror(ENOSPC));
+  EXPECT_EQ(d.Read(path), kHeader + "\n");
   d.env()->SetDiskSpace(std::nullopt);
+  ASSERT_TRUE(AppendLines(path, {"{\"c\":3}"}, o).ok());
+  EXPECT_EQ(d.Read(path), kHeader + "\n{\"c\":3}\n");
+}
+
+// Where no reservation is possible, a write that stops short and then fails
+// leaves part of a line; it is never truncated back, and the next append ends it.
+TEST(WriteProtocol, APartialAppendIsEndedByTheNextAppend) {
+  MemDir d;
+  std::string path = d.Write("s.jsonl", kHeader + "\n");
+  AppendOptions o;
+  o.env = d.env();
+  d.env()->ShortWriteNth(1, 5);
+  d.env()->FailNth(MemEnvOp::kWrite, 2, ENOSPC);
+  Status s = AppendLines(path, {"{\"b\":22222}"}, o);
+  EXPECT_EQ(s.message(), path + ": write: " + std::strerror(ENOSPC));
+  EXPECT_EQ(d.Read(path), kHeader + "\n{\"b\":");  // never truncated
   ASSERT_TRUE(AppendLines(path, {"{\"c\":3}"}, o).ok());
   EXPECT_EQ(d.Read(path), kHeader + "\n{\"b\":\n{\"c\":3}\n");
 }
@@ -191,6 +208,59 @@ TEST(WriteProtocol, AFullDiskRewriteWritesNothing) {
   EXPECT_THAT(r.status().message(), HasSubstr(std::strerror(ENOSPC)));
   EXPECT_EQ(d.Read(path), "a\nb\n");
   EXPECT_THAT(testing::Names(d.env(), "/work"), ElementsAre("s.jsonl", "s.jsonl.lock"));
+}
+
+// Another process renames a new file over the session between the rewrite's
+// open and its mapping (a writer that takes no lock may): the two views
+// differ, so nothing is rebuilt from either.
+class ReplacedBeforeTheMapping : public EnvWrapper {
+ public:
+  explicit ReplacedBeforeTheMapping(MemEnv* env) : EnvWrapper(env) {}
+  Result<std::unique_ptr<MappedFile>> MapFile(const std::string& path) override {
+    EXPECT_TRUE(target()->ReplaceFile(path, "other\n", {}).ok());
+    return EnvWrapper::MapFile(path);
+  }
+};
+
+TEST(WriteProtocol, ARewriteRefusesAFileReplacedWhileItWasOpened) {
+  MemDir d;
+  std::string path = d.Write("s.jsonl", "a\n");
+  ReplacedBeforeTheMapping env(d.env());
+  SessionRewriteOptions o;
+  o.env = &env;
+  auto r = RewriteSessionFile(path, Upper(), o);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.status().message(),
+            path +
+                ": replaced by another process while it was opened for the rewrite; nothing "
+                "written");
+  EXPECT_EQ(d.Read(path), "other\n");  // the other process's file, untouched
+  EXPECT_THAT(testing::Names(d.env(), "/work"), ElementsAre("s.jsonl", "s.jsonl.lock"));
+}
+
+TEST(WriteProtocol, ACarryOverThatCannotBeWrittenSaysWhereTheEntriesAre) {
+  MemDir d;
+  std::string path = d.Write("s.jsonl", "a\n");
+  auto old = d.env()->Stat(path);
+  ASSERT_TRUE(old.ok());
+  // During the grace period a writer that opened the old file appends to it,
+  // and the next write (the carry-over) fails.
+  bool done = false;
+  d.env()->SetSleepHook([&](int64_t) {
+    if (done) return;
+    done = true;
+    EXPECT_TRUE(d.env()->AppendByOtherToInode(old->identity.inode, "late\n").ok());
+    d.env()->FailNth(MemEnvOp::kWrite, 1, EIO);
+  });
+  auto r = RewriteSessionFile(path, Upper(), RewriteIn(d.env()));
+  d.env()->SetSleepHook({});
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_EQ(r.status().message(),
+            path + ": entries appended to the old file during the rewrite could not be carried " +
+                "over (" + path + ": write: " + std::strerror(EIO) + "); they are in " + path +
+                ".bak");
+  EXPECT_EQ(d.Read(path), "A\n");
+  EXPECT_EQ(d.Read(path + ".bak"), "a\nlate\n");
 }
 
 TEST(WriteProtocol, ACrashBeforeTheRenameLeavesTheOldFile) {
@@ -313,6 +383,41 @@ TEST(WriteProtocol, ACompactionRefusesWhenTheSessionMovedToAnotherBranch) {
   EXPECT_EQ(d.Read(path), LongSession(20) + Line("side", "e10") + "\n");
 }
 
+// A summarizer during whose work another process rewrites the file.
+class RewritingSummarizer : public Summarizer {
+ public:
+  RewritingSummarizer(MemEnv* env, std::string path, std::string text)
+      : env_(env), path_(std::move(path)), text_(std::move(text)) {}
+  std::string_view name() const override { return "rewriting"; }
+  Result<std::string> Summarize(const SummaryRequest&) const override {
+    EXPECT_TRUE(env_->ReplaceFile(path_, text_, {}).ok());
+    return std::string("summary");
+  }
+
+ private:
+  MemEnv* env_;
+  std::string path_, text_;
+};
+
+// LongSession(n) without entry `id` (its child then hangs from nothing).
+std::string Without(const std::string& text, const std::string& id) {
+  const size_t at = text.find("\"id\":\"" + id + "\"");
+  const size_t begin = text.rfind('\n', at) + 1;
+  return text.substr(0, begin) + text.substr(text.find('\n', at) + 1);
+}
+
+TEST(WriteProtocol, ACompactionRefusesWhenItsPointIsGone) {
+  MemDir d;
+  std::string path = d.Write("s.jsonl", LongSession(20));
+  RewritingSummarizer s(d.env(), path, LongSession(19));
+  auto r = CompactFile(path, Compact(d.env(), &s));
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.status().message(), path +
+                                      ": entry e20, where the compaction was computed, is no "
+                                      "longer in the file; nothing written (run compact again)");
+  EXPECT_EQ(d.Read(path), LongSession(19));
+}
+
 TEST(WriteProtocol, AnUnchangedFileIsNotLoadedAgain) {
   MemDir d;
   std::string path = d.Write("s.jsonl", LongSession(20));
@@ -334,6 +439,22 @@ TEST(WriteProtocol, ABranchSummaryRefusesWhenTheBranchGrewMeanwhile) {
   auto r = BranchFile(path, o);
   EXPECT_THAT(r.status().message(), HasSubstr("appended while the branch summary was computed"));
   EXPECT_EQ(d.Read(path), LongSession(20) + Line("new1", "e20") + "\n");
+}
+
+TEST(WriteProtocol, ABranchRefusesWhenItsTargetIsGone) {
+  MemDir d;
+  std::string path = d.Write("s.jsonl", LongSession(20));
+  const std::string rewritten = Without(LongSession(20), "e5");
+  RewritingSummarizer s(d.env(), path, rewritten);
+  BranchOptions o;
+  o.target_id = "e5";
+  o.summarize = true;
+  o.summarizer = &s;
+  o.env = d.env();
+  auto r = BranchFile(path, o);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.status().message(), path + ": entry e5 is no longer in the file; nothing written");
+  EXPECT_EQ(d.Read(path), rewritten);
 }
 
 }  // namespace
