@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "compactor/mem_env.h"
+#include "serve/compact_requests.h"
 #include "serve/serve_fixture.h"
 
 namespace compactor::testing {
@@ -17,80 +20,6 @@ namespace {
 
 using Json = nlohmann::json;
 using Fields = std::vector<std::pair<std::string, std::string>>;
-
-std::string Filler(int turn, int words) {
-  std::string s = "turn " + std::to_string(turn) + ":";
-  for (int i = 0; i < words; ++i) s += " word" + std::to_string((turn * 7 + i) % 97);
-  return s;
-}
-
-// An Anthropic agent request: `turns` turns of user text, a tool call and its
-// result, then a final tool call and result (the newest pair).
-Json AnthropicRequest(int turns, int words) {
-  Json messages = Json::array();
-  for (int t = 0; t < turns; ++t) {
-    std::string id = "toolu_" + std::to_string(t);
-    messages.push_back({{"role", "user"}, {"content", Filler(t, words)}});
-    messages.push_back(
-        {{"role", "assistant"},
-         {"content", Json::array({{{"type", "text"}, {"text", "reading"}},
-                                  {{"type", "tool_use"},
-                                   {"id", id},
-                                   {"name", "read"},
-                                   {"input", {{"path", "f" + std::to_string(t)}}}}})}});
-    messages.push_back({{"role", "user"},
-                        {"content", Json::array({{{"type", "tool_result"},
-                                                  {"tool_use_id", id},
-                                                  {"content", Filler(t + 1000, words)}}})}});
-  }
-  return {{"model", "claude-sonnet-4-5"},
-          {"max_tokens", 64},
-          {"system", "You are a coding agent."},
-          {"tools", Json::array({{{"name", "read"},
-                                  {"description", "read a file"},
-                                  {"input_schema", {{"type", "object"}}}}})},
-          {"messages", messages}};
-}
-
-Json ChatRequest(int turns, int words) {
-  Json messages = Json::array({{{"role", "system"}, {"content", "You are a coding agent."}}});
-  for (int t = 0; t < turns; ++t) {
-    std::string id = "call_" + std::to_string(t);
-    messages.push_back({{"role", "user"}, {"content", Filler(t, words)}});
-    messages.push_back(
-        {{"role", "assistant"},
-         {"content", nullptr},
-         {"tool_calls", Json::array({{{"id", id},
-                                      {"type", "function"},
-                                      {"function", {{"name", "read"}, {"arguments", "{}"}}}}})}});
-    messages.push_back(
-        {{"role", "tool"}, {"tool_call_id", id}, {"content", Filler(t + 1000, words)}});
-  }
-  return {
-      {"model", "gpt-4o"},
-      {"messages", messages},
-      {"tools", Json::array({{{"type", "function"},
-                              {"function", {{"name", "read"}, {"parameters", Json::object()}}}}})}};
-}
-
-Json ResponsesRequest(int turns, int words) {
-  Json input = Json::array();
-  for (int t = 0; t < turns; ++t) {
-    std::string id = "call_" + std::to_string(t);
-    input.push_back({{"type", "message"}, {"role", "user"}, {"content", Filler(t, words)}});
-    input.push_back(
-        {{"type", "function_call"}, {"call_id", id}, {"name", "read"}, {"arguments", "{}"}});
-    input.push_back(
-        {{"type", "function_call_output"}, {"call_id", id}, {"output", Filler(t + 1000, words)}});
-  }
-  return {
-      {"model", "gpt-5"},
-      {"instructions", "You are a coding agent."},
-      {"store", false},
-      {"input", input},
-      {"tools",
-       Json::array({{{"type", "function"}, {"name", "read"}, {"parameters", Json::object()}}})}};
-}
 
 ClientRequest Read(std::string_view api, const Json& body) {
   auto r = ReadClientRequest(api, body.dump());
@@ -310,6 +239,101 @@ TEST_F(ServeCompactTest, InStreamOverflowBeforeContentIsRetried) {
   EXPECT_NE(res->body.find("message_stop"), std::string::npos) << res->body;
   ASSERT_EQ(upstream_.request_count(), 2u);
   EXPECT_LT(upstream_.requests()[1].body.size(), body.size());
+}
+
+TEST(ServeSettingsTest, SummaryDeadlineRemoteCompactionAndSummarizerModels) {
+  auto env = NewMemEnv();
+  env->SetFile("/s.json", R"({"serve": {"summaryDeadlineMs": 1500, "remoteCompaction": "proxy"},
+    "models": {"small": {"provider": "openai-chat", "baseUrl": "http://127.0.0.1:9/v1",
+                         "model": "m", "contextWindow": 8000}}})");
+  ServeOptions o;
+  o.env = env.get();
+  o.upstream = "http://127.0.0.1:9";
+  o.store = "/store";
+  o.settings_file = "/s.json";
+  o.summarizer = "small";
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(ResolveServeDefaults(&o, &warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(o.summary_deadline_ms, 1500);
+  EXPECT_EQ(o.remote_compaction, "proxy");
+  ASSERT_EQ(o.summarizer_models.size(), 1u);
+  EXPECT_EQ(o.summarizer_models[0].context_window, 8000);
+  for (const char* bad : {R"({"serve": {"summaryDeadlineMs": -1}})",
+                          R"({"serve": {"remoteCompaction": "sometimes"}})"}) {
+    env->SetFile("/s.json", bad);
+    ServeOptions b;
+    b.env = env.get();
+    b.upstream = "http://127.0.0.1:9";
+    b.store = "/store";
+    b.settings_file = "/s.json";
+    Status s = ResolveServeDefaults(&b, &warnings);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(BuiltinContextWindowTest, KnownFamiliesElseUnknown) {
+  EXPECT_EQ(serve::BuiltinContextWindow("claude-sonnet-4-5"), 200'000);
+  EXPECT_EQ(serve::BuiltinContextWindow("gpt-5-codex"), 400'000);
+  EXPECT_EQ(serve::BuiltinContextWindow("gpt-4o-mini"), 128'000);
+  // Unknown: no proactive compaction (overflow recovery only).
+  EXPECT_EQ(serve::BuiltinContextWindow("fake-model"), 0);
+  EXPECT_EQ(serve::BuiltinContextWindow("local-model"), 0);
+}
+
+TEST_F(ServeCompactTest, AnUnknownModelIsNeverCompactedProactively) {
+  StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
+  Json req = AnthropicRequest(60, 1000);  // ~ 200k tokens: over any built-in threshold
+  req["model"] = "local-model";
+  std::string body = req.dump();
+  auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_TRUE(res->Header("x-compactor-compacted").empty());
+  ASSERT_EQ(upstream_.request_count(), 1u);
+  EXPECT_EQ(upstream_.requests()[0].body, body);
+}
+
+// The store's seam: after each request the hook joined, what was sent
+// upstream, the usage and the compaction made.
+TEST_F(ServeCompactTest, OnForwardedSeesWhatWasSentTheUsageAndTheCompaction) {
+  std::mutex mu;
+  std::vector<serve::ForwardedExchange> seen;
+  StartProxy(
+      [](ServeOptions& o) {
+        o.context_window = 12000;
+        o.summarizer = "offline";
+      },
+      [&](serve::Server& s) {
+        s.set_on_forwarded([&](const serve::ForwardedExchange& f) {
+          std::lock_guard<std::mutex> lock(mu);
+          seen.push_back(f);
+        });
+      });
+  for (bool stream : {false, true}) {
+    Json req = AnthropicRequest(30, 120);
+    req["stream"] = stream;
+    auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, req.dump());
+    ASSERT_TRUE(res.has_value());
+    EXPECT_EQ(res->status, 200);
+  }
+  WaitLogs(2);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const serve::ForwardedExchange& f = seen[i];
+    EXPECT_EQ(f.api, "anthropic");
+    EXPECT_EQ(f.model, "claude-sonnet-4-5");
+    EXPECT_EQ(f.target, "/v1/messages");
+    EXPECT_EQ(f.status, 200);
+    EXPECT_FALSE(f.conversation_id.empty());
+    EXPECT_EQ(f.sent_body, upstream_.requests()[i].body);
+    ASSERT_TRUE(f.compaction.has_value());
+    EXPECT_GT(f.compaction->tokens_before, f.compaction->tokens_after);
+    EXPECT_FALSE(f.compaction->summary.empty());
+    EXPECT_TRUE(f.usage_reported) << i;
+    EXPECT_GT(f.usage.input, 0) << i;
+  }
+  EXPECT_TRUE(seen[1].compaction->reused);
 }
 
 }  // namespace
