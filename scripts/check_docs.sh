@@ -18,7 +18,7 @@ patterns=(
   -e '(\.\./|\b)shared/(fixtures|reference|tools|seeds|hooks)'
 )
 dirs=()
-for d in docs README.md include src cli tests bench examples tools scripts CMakeLists.txt; do
+for d in docs README.md include src cli tests bench examples tools scripts integrations CMakeLists.txt; do
   [ -e "$d" ] && dirs+=("$d")
 done
 # Fixture data is what pi wrote; this script names the patterns it looks for.

@@ -1,6 +1,7 @@
 // Black-box tests of the compactor binary: contracts, exit codes, messages.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "support/test_util.h"
@@ -8,6 +9,7 @@
 namespace compactor {
 namespace {
 
+using testing::FixturePath;
 using testing::ReadFileOrDie;
 using testing::RunCli;
 using testing::TempDir;
@@ -189,6 +191,50 @@ TEST(Cli, MigrateNeverTouchesInputUnlessInPlace) {
   // Re-running on the now-v3 file changes nothing.
   auto again = RunCli({"migrate", f, "--in-place", "--json"});
   EXPECT_EQ(nlohmann::json::parse(again.out)["written"], false);
+}
+
+// The pi extension (integrations/pi) relies on this: `compact --dry-run
+// --json` prints the entry the strategy would record and writes nothing (no
+// append, no backup or lock file, no handoff session).
+TEST(Cli, CompactDryRunJsonPrintsTheEntryAndWritesNothing) {
+  TempDir d;
+  const std::string original = ReadFileOrDie(FixturePath("pi/compacted.v3.jsonl"));
+  std::string f = d.Write("s.jsonl", original);
+  const std::string handoff_dir = d.path() + "/handoff";
+  struct Case {
+    const char* strategy;
+    const char* entry_type;
+  } cases[] = {
+      {"summary", "compaction"}, {"user-prompts", "compaction"}, {"handoff", "custom_message"}};
+  for (const Case& c : cases) {
+    auto r = RunCli({"compact", f, "--dry-run", "--json", "--keep-recent-tokens", "2000",
+                     "--strategy", c.strategy, "--handoff-dir", handoff_dir});
+    ASSERT_EQ(r.exit_code, 0) << c.strategy << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["written"], false) << c.strategy;
+    EXPECT_EQ(j["compacted"], true) << c.strategy;
+    ASSERT_TRUE(j["entry"].is_object()) << c.strategy;
+    EXPECT_EQ(j["entry"]["type"], c.entry_type) << c.strategy;
+    const nlohmann::json& entry = j["entry"];
+    if (std::string(c.strategy) == "summary") {
+      EXPECT_EQ(entry["summary"], j["summary"]);
+      EXPECT_EQ(entry["firstKeptEntryId"], j["firstKeptEntryId"]);
+    } else if (std::string(c.strategy) == "user-prompts") {
+      // The kept prompts are in the entry's summary text; it keeps nothing
+      // before itself (docs/strategies.md).
+      EXPECT_EQ(entry["summary"].get<std::string>().rfind("<user-messages>\n", 0), 0u);
+      EXPECT_EQ(entry["firstKeptEntryId"], entry["id"]);
+    } else {
+      EXPECT_NE(entry["content"].dump().find("<handoff-context>"), std::string::npos);
+    }
+    EXPECT_EQ(ReadFileOrDie(f), original) << c.strategy;
+  }
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(d.path())) {
+    EXPECT_EQ(e.path().filename(), "s.jsonl");
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
 }
 
 }  // namespace
