@@ -36,7 +36,7 @@ class Dice {
   }
   size_t Under(size_t n) { return n == 0 ? 0 : static_cast<size_t>(Roll() % n); }
   int Between(int lo, int hi) {
-    return lo + static_cast<int>(Under(static_cast<size_t>(hi - lo + 1)));
+    return lo + static_cast<int>(Under(static_cast<size_t>(hi - lo) + 1));
   }
   bool Percent(int p) { return static_cast<int>(Under(100)) < p; }
   template <typename T>

@@ -110,7 +110,7 @@ constexpr std::string_view kOpenStarts[] = {"fix ",     "investigate ", "debug "
 
 // Terminal noise a reader cannot use (docs/quality.md, "Noise").
 bool IsNoiseLine(std::string_view raw, SummarySection section) {
-  for (size_t i = 0; i + 2 < raw.size() + 0; ++i) {
+  for (size_t i = 0; i + 2 < raw.size(); ++i) {
     const auto b0 = static_cast<unsigned char>(raw[i]);
     const auto b1 = static_cast<unsigned char>(raw[i + 1]);
     if (b0 == 0xE2 && b1 >= 0xA0 && b1 <= 0xA3) return true;    // braille spinners U+2800-28FF
@@ -192,7 +192,7 @@ SummarySection InlineLabel(std::string_view line) {
     label = std::string(t.substr(2, close - 2));
   } else {
     size_t colon = t.find(':');
-    if (colon == std::string_view::npos || colon > 30) return SummarySection::kOther;
+    if (colon > 30) return SummarySection::kOther;  // npos included
     label = std::string(t.substr(0, colon));
   }
   int words = 1;
