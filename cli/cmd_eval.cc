@@ -35,6 +35,8 @@ struct EvalArgs {
   bool check = false;
   bool quiet = false;
   bool print_facts = false;
+  std::string facts_dir;
+  std::string generator = "standard";
 };
 
 std::string Stem(const std::string& path) {
@@ -70,8 +72,9 @@ std::vector<std::string> ExpandSessions(const std::vector<std::string>& inputs) 
 int Run(const EvalArgs& a) {
   std::vector<std::string> sessions = a.sessions;
   if (!a.generate_dir.empty()) {
-    auto written = WriteEvalCorpus(a.generate_dir, a.generate_count, a.seed, a.target_tokens,
-                                   !a.no_agent_notes);
+    auto written = WriteEvalCorpus(
+        a.generate_dir, a.generate_count, a.seed, a.target_tokens, !a.no_agent_notes, nullptr,
+        a.generator == "independent" ? GeneratorStyle::kIndependent : GeneratorStyle::kStandard);
     if (!written.ok()) return Fail(written.status());
     if (!a.quiet)
       fmt::print(stderr, "generated {} sessions in {}\n", written->size(), a.generate_dir);
@@ -133,7 +136,11 @@ int Run(const EvalArgs& a) {
     auto session = Session::Open(path, load);
     if (!session.ok()) return Fail(session.status());
     FactFile facts;
-    const std::string facts_path = Stem(path) + ".facts.json";
+    std::string facts_path = Stem(path) + ".facts.json";
+    if (!a.facts_dir.empty()) {
+      const std::string base = facts_path.substr(facts_path.rfind('/') + 1);
+      facts_path = (a.facts_dir.ends_with('/') ? a.facts_dir : a.facts_dir + "/") + base;
+    }
     if (Exists(facts_path)) {
       auto f = ReadFactFile(facts_path);
       if (!f.ok()) return Fail(f.status());
@@ -182,6 +189,13 @@ int Run(const EvalArgs& a) {
     Print(EvalJson(summaries, all));
   } else {
     Print(EvalTable(summaries));
+    // Both splits, when the facts name them (docs/quality.md, "Splits").
+    for (std::string_view split : {"tuning", "held-out"}) {
+      std::vector<EvalSummary> part = SummarizeByStrategy(all, split);
+      if (part.empty()) continue;
+      Print(fmt::format("\n{} split ({} sessions)\n", split, part[0].sessions));
+      Print(EvalTable(part));
+    }
     for (const SessionEval& e : all)
       if (!e.compacted && !e.skipped_reason.empty() && !a.quiet)
         fmt::print(stderr, "note: {} ({}): {}\n", e.session, e.strategy, e.skipped_reason);
@@ -239,6 +253,11 @@ void RegisterEval(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed of the first generated session (default 1)");
   cmd->add_option("--target-tokens", args->target_tokens,
                   "approximate size of each generated session (default 160000)");
+  cmd->add_option("--generator", args->generator,
+                  "with --generate: standard (default; eval-NNNN) or independent (ind-NNNN: other "
+                  "domains and phrasing, false fixes, piped commands, rejected options, values "
+                  "only in tool outputs)")
+      ->check(CLI::IsMember({"standard", "independent"}));
   cmd->add_flag("--no-eval", args->no_eval, "with --generate: only write the corpus");
   cmd->add_flag("--no-agent-notes", args->no_agent_notes,
                 "with --generate: the simulated agent has no notes tool (no write_notes calls, no "
@@ -248,6 +267,9 @@ void RegisterEval(CLI::App& app) {
   cmd->add_flag("--print-facts", args->print_facts,
                 "print each session's facts (its .facts.json, or those extracted by rule) and "
                 "evaluate nothing");
+  cmd->add_option("--facts-dir", args->facts_dir,
+                  "read each session's <name>.facts.json from this directory instead of beside "
+                  "the session (the hand-labelled set: tests/eval/labelled)");
   cmd->add_flag("-q,--quiet", args->quiet, "no progress or notes on stderr");
   cmd->callback([args] { ExitCode() = Run(*args); });
 }

@@ -11,6 +11,7 @@
 
 #include "compactor/context.h"
 #include "compactor/eval.h"
+#include "eval/rules.h"
 #include "util/json_scan.h"
 
 namespace compactor {
@@ -102,9 +103,11 @@ std::vector<std::vector<std::string>> OutcomeWords(int code) {
            "failure", "error", "errors"}};
 }
 
-// Read-only exploration (listing, searching, viewing, inspecting git state)
-// is tool noise, not a command whose outcome a continuing agent needs.
-bool IsExploration(std::string_view command) {
+}  // namespace
+
+namespace internal {
+
+bool IsExplorationCommand(std::string_view command) {
   static const std::regex cd_prefix("^\\s*(cd\\s+[^&;]+(&&|;)\\s*)+");
   std::string c = std::regex_replace(std::string(command), cd_prefix, "");
   size_t a = c.find_first_not_of(" \t");
@@ -126,6 +129,10 @@ bool IsExploration(std::string_view command) {
   }
   return false;
 }
+
+}  // namespace internal
+
+namespace {
 
 struct Call {
   std::string tool, key, entry_id;
@@ -273,7 +280,7 @@ class ProbeFactCollector {
     }
     std::string text = command.substr(0, len);
     while (!text.empty() && text.back() == ' ') text.pop_back();
-    if (text.empty() || IsExploration(command)) return;
+    if (text.empty() || internal::IsExplorationCommand(command)) return;
     if (!commands_.count(text)) command_order_.push_back(text);
     commands_[text] = {code, entry_id};
   }

@@ -10,7 +10,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kKindNames[kFactKindCount] = {
-    "goal", "constraint", "file_modified", "file_read", "command", "error", "decision", "next_step",
+    "goal",  "constraint", "file_modified", "file_read", "command",
+    "error", "decision",   "next_step",     "value",
 };
 
 }  // namespace
@@ -28,6 +29,7 @@ std::string FactFileToJson(const FactFile& file) {
   j["session"] = file.session;
   j["source"] = file.source;
   j["seed"] = file.seed;
+  if (!file.split.empty()) j["split"] = file.split;
   Json facts = Json::array();
   for (const Fact& f : file.facts) {
     Json o;
@@ -39,6 +41,7 @@ std::string FactFileToJson(const FactFile& file) {
     if (!f.superseded_by.empty()) o["supersededBy"] = f.superseded_by;
     if (f.exit_code) o["exitCode"] = *f.exit_code;
     if (f.fixed) o["fixed"] = *f.fixed;
+    if (!f.status.empty()) o["status"] = f.status;
     o["entryId"] = f.entry_id;
     if (!f.note.empty()) o["note"] = f.note;
     facts.push_back(std::move(o));
@@ -58,6 +61,10 @@ Result<FactFile> ParseFactFile(std::string_view json, std::string_view name) {
     file.session = j.value("session", "");
     file.source = j.value("source", "");
     file.seed = j.value("seed", uint64_t{0});
+    file.split = j.value("split", "");
+    if (!file.split.empty() && file.split != "tuning" && file.split != "held-out")
+      return Status::InvalidArgument(where + ": unknown split \"" + file.split +
+                                     "\" (tuning, held-out)");
     if (!j.contains("facts") || !j["facts"].is_array())
       return Status::InvalidArgument(where + ": \"facts\" must be an array");
     for (const Json& o : j["facts"]) {
@@ -75,6 +82,10 @@ Result<FactFile> ParseFactFile(std::string_view json, std::string_view name) {
       if (o.contains("exitCode") && !o["exitCode"].is_null())
         f.exit_code = o["exitCode"].get<int>();
       if (o.contains("fixed") && !o["fixed"].is_null()) f.fixed = o["fixed"].get<bool>();
+      f.status = o.value("status", "");
+      if (!f.status.empty() && f.status != "done" && f.status != "rejected")
+        return Status::InvalidArgument(where + ": fact " + f.id + " has unknown status \"" +
+                                       f.status + "\" (done, rejected)");
       f.entry_id = o.value("entryId", "");
       f.note = o.value("note", "");
       file.facts.push_back(std::move(f));

@@ -1407,6 +1407,7 @@ class SessionScript {
     out.facts.session = out.name + ".jsonl";
     out.facts.source = "generated";
     out.facts.seed = seed_;
+    out.facts.split = HeldOutSeed(seed_) ? "held-out" : "tuning";
     out.facts.facts = b_.facts();
     out.notes = notes_.saved();
     return out;
@@ -1441,24 +1442,25 @@ class SessionScript {
 }  // namespace
 
 GeneratedSession GenerateEvalSession(const GeneratorOptions& options) {
+  if (options.style == GeneratorStyle::kIndependent) return GenerateIndependentSession(options);
   return SessionScript(options, kScenarios[options.seed % 2 == 1 ? 0 : 1]).Write();
 }
 
 Result<std::vector<std::string>> WriteEvalCorpus(const std::string& dir, int count, uint64_t seed,
-                                                 int64_t target_tokens, bool agent_notes,
-                                                 Env* env) {
+                                                 int64_t target_tokens, bool agent_notes, Env* env,
+                                                 GeneratorStyle style) {
   env = EnvOrDefault(env);
   COMPACTOR_RETURN_IF_ERROR(env->CreateDirs(dir));
   std::vector<std::string> paths;
   for (int i = 0; i < count; ++i) {
     GeneratedSession g =
-        GenerateEvalSession({seed + static_cast<uint64_t>(i), target_tokens, agent_notes});
+        GenerateEvalSession({seed + static_cast<uint64_t>(i), target_tokens, agent_notes, style});
     const std::string base = dir + "/" + g.name;
     RewriteOptions no_backup{false, ".bak", env};
     COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(base + ".jsonl", g.jsonl, no_backup));
     COMPACTOR_RETURN_IF_ERROR(
         WriteFileAtomic(base + ".facts.json", FactFileToJson(g.facts), no_backup));
-    if (agent_notes) {
+    if (agent_notes && style == GeneratorStyle::kStandard) {
       COMPACTOR_RETURN_IF_ERROR(WriteFileAtomic(base + ".notes.md", g.notes, no_backup));
     } else {
       // A notes file left from an earlier corpus would belong to another session.

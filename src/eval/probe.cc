@@ -33,11 +33,11 @@ std::vector<ProbeQuestion> MakeProbeQuestions(const FactFile& file) {
   std::map<std::string, const Fact*> by_id;
   for (const Fact& f : file.facts) by_id.emplace(f.id, &f);
   auto collect = [&](std::initializer_list<FactKind> kinds, ProbeQuestion& q,
-                     std::vector<std::string>& lines) {
+                     std::vector<std::string>& lines, bool (*only)(const Fact&)) {
     for (const Fact& f : file.facts) {
       bool wanted = false;
       for (FactKind k : kinds) wanted = wanted || f.kind == k;
-      if (!wanted) continue;
+      if (!wanted || (only && !only(f))) continue;
       q.fact_ids.push_back(f.id);
       std::string line = f.text;
       if (!f.superseded_by.empty()) {
@@ -46,18 +46,21 @@ std::vector<ProbeQuestion> MakeProbeQuestions(const FactFile& file) {
             " (superseded by: " + (it != by_id.end() ? it->second->text : f.superseded_by) + ")";
       }
       if (f.kind == FactKind::kError && f.fixed) line += *f.fixed ? " (fixed)" : " (not fixed)";
+      if (f.status == "done") line += " (already done)";
+      if (f.status == "rejected") line += " (considered and rejected: not a decision)";
       if (f.kind == FactKind::kCommand && f.exit_code)
         line += " (last exit code " + std::to_string(*f.exit_code) + ")";
       lines.push_back(std::move(line));
     }
   };
   std::vector<ProbeQuestion> out;
-  auto add = [&](ProbeType type, std::string question, std::initializer_list<FactKind> kinds) {
+  auto add = [&](ProbeType type, std::string question, std::initializer_list<FactKind> kinds,
+                 bool (*only)(const Fact&) = nullptr) {
     ProbeQuestion q;
     q.type = type;
     q.question = std::move(question);
     std::vector<std::string> lines;
-    collect(kinds, q, lines);
+    collect(kinds, q, lines, only);
     if (lines.empty()) return;
     q.expected = Bullets(lines);
     out.push_back(std::move(q));
@@ -75,6 +78,27 @@ std::vector<ProbeQuestion> MakeProbeQuestions(const FactFile& file) {
   add(ProbeType::kContinuation, "What should be done next?", {FactKind::kNextStep});
   add(ProbeType::kDecision, "What was decided, and why? Name decisions that were later revised.",
       {FactKind::kDecision});
+  // Status questions (docs/quality.md, "Status"): what is true now, not only
+  // what was mentioned.
+  add(ProbeType::kRecall,
+      "Which errors are still open right now, and which were resolved? For each resolved one, "
+      "what showed that it was fixed (the same command or test passing again)?",
+      {FactKind::kError}, [](const Fact& f) { return f.fixed.has_value(); });
+  add(ProbeType::kRecall,
+      "Which values, limits and requirements are current now? For each that was revised, which "
+      "value replaced it?",
+      {FactKind::kConstraint, FactKind::kDecision, FactKind::kValue},
+      [](const Fact& f) { return f.status.empty(); });
+  add(ProbeType::kContinuation,
+      "Which of the steps asked for along the way are already done, and which are still to do?",
+      {FactKind::kNextStep});
+  add(ProbeType::kDecision,
+      "Which options were considered and rejected, and why were they not chosen?",
+      {FactKind::kDecision}, [](const Fact& f) { return f.status == "rejected"; });
+  add(ProbeType::kArtifact,
+      "Which measured numbers, configuration values or exact error texts seen in command outputs "
+      "does the remaining work depend on?",
+      {FactKind::kValue});
   return out;
 }
 

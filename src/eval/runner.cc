@@ -63,10 +63,12 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   const bool summarizes = config.strategy && config.strategy->needs().summarizer;
   ev.summarizer = summarizes ? config.summarizer_name : "";
 
+  ev.split = facts.split;
   ContextOptions context_options;
   context_options.expander = StrategyExpander();
   COMPACTOR_ASSIGN_OR_RETURN(SessionContext before, BuildSessionContext(session, context_options));
   ev.context_tokens_before = HeuristicSum(before.messages);
+  const std::vector<ContextMessage> before_messages = before.messages;
 
   // The context to score and, when compacted, the first entry kept verbatim.
   std::unique_ptr<Session> rebuilt_session;
@@ -132,6 +134,22 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
   }
   std::optional<size_t> kept_at;
   if (!first_kept.empty() && position.count(first_kept)) kept_at = position[first_kept];
+  ev.status = ScoreStatus(facts.facts, ev.outcomes);
+  ev.shape = MeasureSummaryShape(blocks);
+  ev.continuation = ContinuationScore(facts.facts, ev.outcomes);
+  {
+    // The replaced part: what precedes the first kept entry (everything, for
+    // a strategy that keeps no verbatim tail or summarizes nothing).
+    std::vector<ContextMessage> replaced;
+    for (const ContextMessage& m : before_messages) {
+      if (kept_at) {
+        auto it = position.find(std::string(session.entry(m.entry_index).id));
+        if (it == position.end() || it->second >= *kept_at) continue;
+      }
+      replaced.push_back(m);
+    }
+    ev.artifacts = MeasureArtifacts(RenderContext(replaced), blocks);
+  }
   for (size_t i = 0; i < facts.facts.size(); ++i) {
     FactOutcome& o = ev.outcomes[i];
     auto it = position.find(facts.facts[i].entry_id);
@@ -148,6 +166,7 @@ Result<SessionEval> EvaluateSession(const Session& session, const FactFile& fact
       if (o.stale_as_current) ++ev.stale_as_current;
       continue;
     }
+    if (!o.status.empty()) continue;  // done steps, rejected options: not to be retained
     ++k.total;
     if (o.retained) ++k.retained;
     if (o.mentioned) ++k.mentioned;
@@ -206,8 +225,17 @@ EvalSummary Summarize(const std::vector<SessionEval>& evals) {
     s.context_tokens_after += e.context_tokens_after;
     s.compact_ms += e.compact_ms;
     s.total_ms += e.total_ms;
+    s.status.Add(e.status);
+    s.shape.Add(e.shape);
+    s.artifacts.Add(e.artifacts);
+    s.continuation_sum += e.continuation;
+    ++s.continuation_sessions;
   }
   return s;
+}
+
+double EvalSummary::Continuation() const {
+  return continuation_sessions == 0 ? 0.0 : continuation_sum / continuation_sessions;
 }
 
 std::vector<std::string> CheckTargets(const EvalSummary& s, const EvalTargets& t) {
@@ -227,6 +255,45 @@ std::vector<std::string> CheckTargets(const EvalSummary& s, const EvalTargets& t
                                  s.strategy, s.stale_as_current, t.stale_as_current));
   const CompactionStrategy* strategy = FindStrategy(s.strategy);
   if (strategy && strategy->summarizes_history() &&
+      s.SummaryReduction() + 1e-9 < t.summary_reduction)
+    misses.push_back(fmt::format("{}: summary reduction {} < target {}", s.strategy,
+                                 Percent(s.SummaryReduction()), Percent(t.summary_reduction)));
+  return misses;
+}
+
+std::vector<std::string> CheckPendingTargets(const EvalSummary& s, const PendingTargets& t) {
+  std::vector<std::string> misses;
+  auto check = [&](const char* what, int part, int total, double min) {
+    if (total > 0 && Share(part, total) + 1e-9 < min)
+      misses.push_back(fmt::format("{}: {} {} ({}/{}) < target {}", s.strategy, what,
+                                   Percent(Share(part, total)), part, total, Percent(min)));
+  };
+  auto kind = [&](FactKind k) { return s.kinds[static_cast<int>(k)]; };
+  auto count = [&](const char* what, int n, int total, int max) {
+    if (n > max)
+      misses.push_back(fmt::format("{}: {} {}/{} (target {})", s.strategy, what, n, total, max));
+  };
+  check("all facts", s.retained, s.total, t.overall);
+  check("values from tool outputs", kind(FactKind::kValue).retained, kind(FactKind::kValue).total,
+        t.values);
+  check("file_modified", kind(FactKind::kFileModified).retained,
+        kind(FactKind::kFileModified).total, t.files_modified);
+  check("constraint", kind(FactKind::kConstraint).retained, kind(FactKind::kConstraint).total,
+        t.constraints);
+  check("error", kind(FactKind::kError).retained, kind(FactKind::kError).total, t.errors);
+  check("decision", kind(FactKind::kDecision).retained, kind(FactKind::kDecision).total,
+        t.decisions);
+  count("superseded presented as current", s.status.stale_presented, s.status.stale,
+        t.stale_presented);
+  count("open errors shown as resolved", s.status.false_resolved, s.status.open_errors,
+        t.false_resolved);
+  count("goals and constraints under Done", s.status.under_done, s.status.standing, t.under_done);
+  if (s.shape.items > 0 && Share(s.shape.noise, s.shape.items) > t.max_noise + 1e-9)
+    misses.push_back(fmt::format("{}: noise {} ({}/{} summary items) > target {}", s.strategy,
+                                 Percent(Share(s.shape.noise, s.shape.items)), s.shape.noise,
+                                 s.shape.items, Percent(t.max_noise)));
+  const CompactionStrategy* strategy = FindStrategy(s.strategy);
+  if (strategy && strategy->summarizes_history() && s.summarized_tokens > 0 &&
       s.SummaryReduction() + 1e-9 < t.summary_reduction)
     misses.push_back(fmt::format("{}: summary reduction {} < target {}", s.strategy,
                                  Percent(s.SummaryReduction()), Percent(t.summary_reduction)));
@@ -270,6 +337,40 @@ std::string EvalTable(const std::vector<EvalSummary>& summaries) {
       [](const EvalSummary& s) { return fmt::format("{}/{}", s.compacted, s.sessions); });
   add("compaction time",
       [](const EvalSummary& s) { return fmt::format("{:.0f} ms", s.compact_ms); });
+  // What the summaries claim about each fact's status (docs/quality.md, "Status").
+  auto ratio = [](int n, int of) {
+    return of == 0 ? std::string("-") : fmt::format("{}/{}", n, of);
+  };
+  add("status right", [&](const EvalSummary& s) { return cell(s.status.right, s.status.facts); });
+  add("superseded presented as current",
+      [&](const EvalSummary& s) { return ratio(s.status.stale_presented, s.status.stale); });
+  add("open errors shown resolved",
+      [&](const EvalSummary& s) { return ratio(s.status.false_resolved, s.status.open_errors); });
+  add("fixed errors shown as to fix",
+      [&](const EvalSummary& s) { return ratio(s.status.fixed_as_open, s.status.fixed_errors); });
+  add("goals/constraints under Done",
+      [&](const EvalSummary& s) { return ratio(s.status.under_done, s.status.standing); });
+  add("done steps shown as pending",
+      [&](const EvalSummary& s) { return ratio(s.status.done_as_pending, s.status.done_steps); });
+  add("rejected options shown decided",
+      [&](const EvalSummary& s) { return ratio(s.status.rejected_as_decided, s.status.rejected); });
+  add("noise items in summary",
+      [&](const EvalSummary& s) { return cell(s.shape.noise, s.shape.items); });
+  add("items repeated across sections",
+      [&](const EvalSummary& s) { return cell(s.shape.duplicated, s.shape.items); });
+  add("paths kept",
+      [&](const EvalSummary& s) { return cell(s.artifacts.paths_kept, s.artifacts.paths); });
+  add("commands kept",
+      [&](const EvalSummary& s) { return cell(s.artifacts.commands_kept, s.artifacts.commands); });
+  add("numbers kept",
+      [&](const EvalSummary& s) { return cell(s.artifacts.numbers_kept, s.artifacts.numbers); });
+  add("continuation score (0-5)", [](const EvalSummary& s) {
+    return s.continuation_sessions == 0 ? std::string("-")
+                                        : fmt::format("{:.2f}", s.Continuation());
+  });
+  add("pending targets missed", [](const EvalSummary& s) {
+    return s.strategy == "none" ? std::string("-") : std::to_string(CheckPendingTargets(s).size());
+  });
 
   std::vector<size_t> width(header.size(), 0);
   for (const auto& row : rows)
@@ -295,6 +396,36 @@ std::string EvalTable(const std::vector<EvalSummary>& summaries) {
 }
 
 namespace {
+Json StatusJson(const StatusScore& s) {
+  Json j;
+  j["facts"] = s.facts;
+  j["right"] = s.right;
+  j["stale"] = s.stale;
+  j["stalePresentedAsCurrent"] = s.stale_presented;
+  j["openErrors"] = s.open_errors;
+  j["falseResolved"] = s.false_resolved;
+  j["fixedErrors"] = s.fixed_errors;
+  j["fixedShownAsOpen"] = s.fixed_as_open;
+  j["goalsAndConstraints"] = s.standing;
+  j["underDone"] = s.under_done;
+  j["doneSteps"] = s.done_steps;
+  j["doneShownAsPending"] = s.done_as_pending;
+  j["rejectedOptions"] = s.rejected;
+  j["rejectedShownAsDecided"] = s.rejected_as_decided;
+  return j;
+}
+
+Json ArtifactsJson(const ArtifactScore& a) {
+  Json j;
+  j["paths"] = a.paths;
+  j["pathsKept"] = a.paths_kept;
+  j["commands"] = a.commands;
+  j["commandsKept"] = a.commands_kept;
+  j["numbers"] = a.numbers;
+  j["numbersKept"] = a.numbers_kept;
+  return j;
+}
+
 Json KindJson(const KindScore& k) {
   Json j;
   j["total"] = k.total;
@@ -307,38 +438,74 @@ Json KindJson(const KindScore& k) {
 }
 }  // namespace
 
+std::vector<EvalSummary> SummarizeByStrategy(const std::vector<SessionEval>& sessions,
+                                             std::string_view split) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<SessionEval>> by;
+  for (const SessionEval& e : sessions) {
+    if (!split.empty() && e.split != split) continue;
+    if (!by.count(e.strategy)) order.push_back(e.strategy);
+    by[e.strategy].push_back(e);
+  }
+  std::vector<EvalSummary> out;
+  out.reserve(order.size());
+  for (const std::string& s : order) out.push_back(Summarize(by[s]));
+  return out;
+}
+
+namespace {
+
+Json SummaryJson(const EvalSummary& s) {
+  Json j;
+  j["strategy"] = s.strategy;
+  j["summarizer"] = s.summarizer.empty() ? Json(nullptr) : Json(s.summarizer);
+  j["sessions"] = s.sessions;
+  j["compacted"] = s.compacted;
+  j["retention"] = s.Retention();
+  j["retained"] = s.retained;
+  j["total"] = s.total;
+  j["summarizedRetention"] = Share(s.summarized_retained, s.summarized_total);
+  Json kinds;
+  for (int i = 0; i < kFactKindCount; ++i)
+    kinds[std::string(FactKindName(static_cast<FactKind>(i)))] = KindJson(s.kinds[i]);
+  j["kinds"] = kinds;
+  j["staleTotal"] = s.stale_total;
+  j["staleAsCurrent"] = s.stale_as_current;
+  j["summarizedTokens"] = s.summarized_tokens;
+  j["summaryTokens"] = s.summary_tokens;
+  j["summaryReduction"] = s.SummaryReduction();
+  j["contextTokensBefore"] = s.context_tokens_before;
+  j["contextTokensAfter"] = s.context_tokens_after;
+  j["contextReduction"] = s.ContextReduction();
+  j["compactMs"] = s.compact_ms;
+  j["totalMs"] = s.total_ms;
+  j["targetMisses"] = CheckTargets(s);
+  j["pendingTargetMisses"] = CheckPendingTargets(s);
+  j["status"] = StatusJson(s.status);
+  j["summaryShape"] = {
+      {"items", s.shape.items}, {"noise", s.shape.noise}, {"duplicated", s.shape.duplicated}};
+  j["artifacts"] = ArtifactsJson(s.artifacts);
+  j["continuation"] = s.Continuation();
+  return j;
+}
+
+}  // namespace
+
 std::string EvalJson(const std::vector<EvalSummary>& summaries,
                      const std::vector<SessionEval>& sessions) {
   Json root;
   Json strategies = Json::array();
-  for (const EvalSummary& s : summaries) {
-    Json j;
-    j["strategy"] = s.strategy;
-    j["summarizer"] = s.summarizer.empty() ? Json(nullptr) : Json(s.summarizer);
-    j["sessions"] = s.sessions;
-    j["compacted"] = s.compacted;
-    j["retention"] = s.Retention();
-    j["retained"] = s.retained;
-    j["total"] = s.total;
-    j["summarizedRetention"] = Share(s.summarized_retained, s.summarized_total);
-    Json kinds;
-    for (int i = 0; i < kFactKindCount; ++i)
-      kinds[std::string(FactKindName(static_cast<FactKind>(i)))] = KindJson(s.kinds[i]);
-    j["kinds"] = kinds;
-    j["staleTotal"] = s.stale_total;
-    j["staleAsCurrent"] = s.stale_as_current;
-    j["summarizedTokens"] = s.summarized_tokens;
-    j["summaryTokens"] = s.summary_tokens;
-    j["summaryReduction"] = s.SummaryReduction();
-    j["contextTokensBefore"] = s.context_tokens_before;
-    j["contextTokensAfter"] = s.context_tokens_after;
-    j["contextReduction"] = s.ContextReduction();
-    j["compactMs"] = s.compact_ms;
-    j["totalMs"] = s.total_ms;
-    j["targetMisses"] = CheckTargets(s);
-    strategies.push_back(std::move(j));
-  }
+  for (const EvalSummary& s : summaries) strategies.push_back(SummaryJson(s));
   root["strategies"] = std::move(strategies);
+  // Both splits side by side (docs/quality.md, "Splits"), when the facts name them.
+  Json splits = Json::object();
+  for (std::string_view split : {"tuning", "held-out"}) {
+    Json list = Json::array();
+    for (const EvalSummary& s : SummarizeByStrategy(sessions, split))
+      list.push_back(SummaryJson(s));
+    if (!list.empty()) splits[std::string(split)] = std::move(list);
+  }
+  if (!splits.empty()) root["splits"] = std::move(splits);
   Json list = Json::array();
   for (const SessionEval& e : sessions) {
     Json j;
@@ -351,6 +518,10 @@ std::string EvalJson(const std::vector<EvalSummary>& summaries,
     j["contextTokensBefore"] = e.context_tokens_before;
     j["contextTokensAfter"] = e.context_tokens_after;
     j["compactMs"] = e.compact_ms;
+    j["split"] = e.split.empty() ? Json(nullptr) : Json(e.split);
+    j["noiseItems"] = e.shape.noise_examples;
+    j["repeatedItems"] = e.shape.duplicated_examples;
+    j["continuation"] = e.continuation;
     Json facts = Json::array();
     for (const FactOutcome& o : e.outcomes) {
       Json f;
@@ -359,7 +530,11 @@ std::string EvalJson(const std::vector<EvalSummary>& summaries,
       f["retained"] = o.retained;
       f["mentioned"] = o.mentioned;
       if (o.stale) f["staleAsCurrent"] = o.stale_as_current;
+      if (!o.status.empty()) f["status"] = o.status;
       f["inSummarizedPart"] = o.in_summarized_part;
+      f["inSummary"] = o.in_summary;
+      f["statusRight"] = o.status_right;
+      if (!o.status_error.empty()) f["statusError"] = o.status_error;
       facts.push_back(std::move(f));
     }
     j["facts"] = std::move(facts);

@@ -205,6 +205,114 @@ bool QualifiersHold(const Corpus& c, const Fact& f, const Occurrence& o) {
   return true;
 }
 
+// Markers that an item names something replaced or turned down, by where
+// the replaced thing stands: after the marker ("instead of X"), before it
+// ("X -> Y", "X was dropped"), or anywhere in the item ("superseded").
+// Direction matters: "use X instead of Y" marks Y, not X.
+constexpr std::string_view kMarkBefore[] = {
+    "instead of",   "rather than",     "replacing",       "replaced",   "switched from",
+    "changed from", "moved away from", "no longer",       "dropped",    "abandoned",
+    "rejected",     "ruled out",       "decided against", "was:",       "(was",
+    "formerly",     "previously",      "originally",      "~~",         "reverted",
+    "not use",      "don't use",       "do not use",      "stop using", "not going with"};
+constexpr std::string_view kMarkAfter[] = {"->",          "\xe2\x86\x92" /* → */,
+                                           "superseded",  "was replaced",
+                                           "is replaced", "replaced by",
+                                           "no longer",   "was dropped",
+                                           "dropped",     "rejected",
+                                           "ruled out",   "abandoned",
+                                           "reverted",    "(old)",
+                                           "(was",        "~~",
+                                           "changed to",  "switched to",
+                                           "instead",     "not chosen",
+                                           "turned down", "declined",
+                                           "was wrong",   "not used",
+                                           "is out"};
+constexpr std::string_view kMarkAnywhere[] = {
+    "superseded",       "supersedes",   "obsolete",   "outdated",    "revised",    "change of plan",
+    "decision changed", "plan changed", "considered", "alternative", "not adopted"};
+
+bool MarkedAsReplaced(std::string_view item, size_t pos, size_t len) {
+  for (std::string_view m : kMarkAnywhere)
+    if (!FindAll(item, m).empty()) return true;
+  for (std::string_view m : kMarkBefore)
+    for (size_t p : FindAll(item, m))
+      if (p + m.size() <= pos) return true;
+  for (std::string_view m : kMarkAfter) {
+    for (size_t p : FindAll(item, m)) {
+      // "X instead of Y" replaces Y: a bare "instead" after X marks X only
+      // when it is not "instead of".
+      if (m == "instead" && item.substr(p + m.size()).starts_with(" of")) continue;
+      if (p >= pos + len) return true;
+    }
+  }
+  return false;
+}
+
+// A summary item with its normalized text, where facts are looked up.
+struct ParsedItem {
+  SummaryItem item;
+  std::string norm;
+};
+
+std::vector<ParsedItem> SummaryItemsOf(const std::vector<RenderedBlock>& blocks) {
+  std::vector<ParsedItem> out;
+  for (const RenderedBlock& b : blocks) {
+    // A branch summary tells what happened on an abandoned branch: history,
+    // like the verbatim messages, not a claim about the current state.
+    if (!b.summary || b.role == Role::kBranchSummary) continue;
+    for (SummaryItem& item : ParseSummaryItems(b.text)) {
+      std::string norm = NormalizeForMatch(item.text);
+      out.push_back({std::move(item), std::move(norm)});
+    }
+  }
+  return out;
+}
+
+struct ItemHit {
+  const ParsedItem* item;
+  size_t pos, len;
+};
+
+std::vector<ItemHit> HitsIn(const std::vector<ParsedItem>& items, const Fact& f) {
+  std::vector<std::string> needles = {NormalizeForMatch(f.text)};
+  for (const std::string& v : f.variants) needles.push_back(NormalizeForMatch(v));
+  std::vector<ItemHit> out;
+  for (const ParsedItem& it : items)
+    for (const std::string& n : needles)
+      for (size_t p : FindAll(it.norm, n)) out.push_back({&it, p, n.size()});
+  return out;
+}
+
+// The wrong claim the summary makes about `f`, or "" (docs/quality.md, "Status").
+std::string StatusError(const Fact& f, const std::vector<ItemHit>& hits) {
+  for (const ItemHit& h : hits) {
+    const SummaryItem& item = h.item->item;
+    const bool marked = MarkedAsReplaced(h.item->norm, h.pos, h.len);
+    if (!f.superseded_by.empty()) {
+      if (!marked) return "stale-as-current";
+      continue;
+    }
+    if (f.status == "rejected") {
+      if (!marked) return "rejected-as-decided";
+      continue;
+    }
+    if (f.status == "done") {
+      if (ItemClaimsOpen(item) && !marked) return "done-as-pending";
+      continue;
+    }
+    if (f.kind == FactKind::kError && f.fixed) {
+      if (!*f.fixed && ItemClaimsDone(item)) return "false-resolved";
+      if (*f.fixed && ItemClaimsOpen(item)) return "fixed-as-open";
+      continue;
+    }
+    if ((f.kind == FactKind::kGoal || f.kind == FactKind::kConstraint) &&
+        (item.section == SummarySection::kDone || item.checked))
+      return "under-done";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string NormalizeForMatch(std::string_view text) {
@@ -286,22 +394,27 @@ std::vector<FactOutcome> ScoreFacts(const std::vector<Fact>& facts,
   std::map<std::string, std::vector<Occurrence>> occ;
   for (const Fact& f : facts) occ.emplace(f.id, Occurrences(c, f));
 
+  const std::vector<ParsedItem> items = SummaryItemsOf(blocks);
   std::vector<FactOutcome> out;
   for (const Fact& f : facts) {
     FactOutcome r;
     r.id = f.id;
     r.kind = f.kind;
     r.stale = !f.superseded_by.empty();
+    r.status = f.status;
+    const std::vector<ItemHit> hits = HitsIn(items, f);
+    r.in_summary = !hits.empty();
+    r.status_error = StatusError(f, hits);
     const auto& mine = occ[f.id];
     r.mentioned = !mine.empty();
-    if (!r.stale) {
+    if (!r.stale && f.status.empty()) {
       for (const Occurrence& o : mine) {
         if (QualifiersHold(c, f, o)) {
           r.retained = true;
           break;
         }
       }
-    } else {
+    } else if (r.stale) {
       // Follow the chain to the fact that is current at the end.
       const Fact* current = &f;
       for (int guard = 0; guard < 16 && !current->superseded_by.empty(); ++guard) {
@@ -324,6 +437,8 @@ std::vector<FactOutcome> ScoreFacts(const std::vector<Fact>& facts,
         }
       }
     }
+    const bool expected = !r.stale && f.status.empty();
+    r.status_right = r.status_error.empty() && (expected ? r.retained : !r.stale_as_current);
     out.push_back(std::move(r));
   }
   return out;

@@ -68,5 +68,32 @@ TEST(FactFileTest, RejectsBadFiles) {
   EXPECT_FALSE(ParseFactFile("{not json").ok());
 }
 
+TEST(FactFileTest, StatusAndSplitRoundTrip) {
+  FactFile file;
+  file.session = "ind-0004.jsonl";
+  file.source = "generated-independent";
+  file.split = "held-out";
+  Fact step;
+  step.id = "n1";
+  step.kind = FactKind::kNextStep;
+  step.text = "add a CHANGELOG entry";
+  step.status = "done";
+  Fact value;
+  value.id = "v1";
+  value.kind = FactKind::kValue;
+  value.text = "58213 ns/op";
+  file.facts = {step, value};
+  auto back = ParseFactFile(FactFileToJson(file));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->split, "held-out");
+  EXPECT_EQ(back->facts[0].status, "done");
+  EXPECT_EQ(back->facts[1].kind, FactKind::kValue);
+  EXPECT_EQ(back->facts[1].status, "");
+  EXPECT_FALSE(ParseFactFile(R"({"split": "later", "facts": []})").ok());
+  EXPECT_FALSE(
+      ParseFactFile(R"({"facts": [{"id": "a", "kind": "goal", "text": "x", "status": "maybe"}]})")
+          .ok());
+}
+
 }  // namespace
 }  // namespace compactor

@@ -213,6 +213,76 @@ TEST(QualityGateTest, OfflineSummarizerMeetsTargets) {
   }
 }
 
+// The stricter targets are reported, not gated, until the summarizer that
+// meets them lands (docs/quality.md); the check itself must see each one.
+TEST(QualityGateTest, PendingTargetsCheckEveryMeasure) {
+  EvalSummary s;
+  s.strategy = "summary";
+  s.compacted = 1;
+  auto set = [&](FactKind k, int retained, int total) {
+    s.kinds[static_cast<int>(k)].retained = retained;
+    s.kinds[static_cast<int>(k)].total = total;
+  };
+  set(FactKind::kValue, 9, 10);
+  set(FactKind::kFileModified, 10, 10);
+  set(FactKind::kConstraint, 4, 4);
+  set(FactKind::kError, 9, 10);
+  set(FactKind::kDecision, 9, 10);
+  s.total = 44;
+  s.retained = 41;  // 93.2%
+  s.summarized_tokens = 1000;
+  s.summary_tokens = 100;
+  s.shape.items = 100;
+  s.shape.noise = 2;
+  std::vector<std::string> misses = CheckPendingTargets(s);
+  ASSERT_EQ(misses.size(), 1u) << ::testing::PrintToString(misses);
+  EXPECT_NE(misses[0].find("all facts"), std::string::npos);
+
+  s.retained = 42;  // 95.5%
+  EXPECT_TRUE(CheckPendingTargets(s).empty());
+  s.status.stale = s.status.open_errors = s.status.standing = 3;
+  s.status.stale_presented = s.status.false_resolved = s.status.under_done = 1;
+  s.shape.noise = 3;
+  set(FactKind::kValue, 8, 10);
+  set(FactKind::kFileModified, 9, 10);
+  set(FactKind::kConstraint, 3, 4);
+  set(FactKind::kError, 8, 10);
+  set(FactKind::kDecision, 8, 10);
+  s.summary_tokens = 200;
+  misses = CheckPendingTargets(s);
+  EXPECT_EQ(misses.size(), 10u) << ::testing::PrintToString(misses);
+  for (const char* what :
+       {"values from tool outputs", "file_modified", "constraint", "error", "decision",
+        "superseded presented as current", "open errors shown as resolved",
+        "goals and constraints under Done", "noise", "summary reduction"}) {
+    bool found = false;
+    for (const std::string& m : misses) found = found || m.find(what) != std::string::npos;
+    EXPECT_TRUE(found) << what;
+  }
+}
+
+// Reports give both splits (docs/quality.md, "Splits").
+TEST(EvalCliTest, ReportsGiveBothSplits) {
+  testing::TempDir dir;
+  auto r = testing::RunCli({"eval", "--generate", dir.path(), "--generator", "independent",
+                            "--sessions", "2", "--seed", "3", "--target-tokens", "50000",
+                            "--strategy", "none", "--json", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("splits"));
+  EXPECT_EQ(j["splits"]["tuning"][0]["sessions"], 1);    // seed 3
+  EXPECT_EQ(j["splits"]["held-out"][0]["sessions"], 1);  // seed 4
+  EXPECT_EQ(j["sessions"][0]["split"], "tuning");
+  EXPECT_EQ(j["sessions"][1]["split"], "held-out");
+  EXPECT_TRUE(j["strategies"][0].contains("status"));
+  EXPECT_TRUE(j["strategies"][0].contains("artifacts"));
+  auto t = testing::RunCli({"eval", dir.path(), "--strategy", "none", "-q"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("tuning split (1 sessions)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("held-out split (1 sessions)"), std::string::npos);
+  EXPECT_NE(t.out.find("superseded presented as current"), std::string::npos);
+}
+
 TEST(EvalCliTest, GenerateAndEvaluateTheCeiling) {
   testing::TempDir dir;
   auto r = testing::RunCli({"eval", "--generate", dir.path(), "--sessions", "2", "--seed", "5",
