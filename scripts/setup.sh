@@ -11,6 +11,8 @@ build=${1:-$root/build}
 # to it.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
+# g++ brings the ASan and UBSan runtimes (libasan8, libubsan1, through
+# libgcc-12-dev) that scripts/sanitize.sh links: nothing more to install.
 packages=(
   g++ cmake make pkg-config ca-certificates git ccache
   libsimdjson-dev nlohmann-json3-dev libfmt-dev libcli11-dev

@@ -221,9 +221,10 @@ class ProbeFactCollector {
   }
 
   void AddToolCall(const ContentBlock& b, const Entry& e) {
-    auto args = internal::ParseJsonNoDeeperThanLimit<nlohmann::json>(b.arguments_json);
+    auto parsed = internal::ParseJsonWithinLimit<nlohmann::json>(b.arguments_json);
     Call c{b.tool_name, "", std::string(e.id)};
-    if (args.is_object()) {
+    if (parsed.ok() && parsed->is_object()) {
+      const nlohmann::json& args = *parsed;
       const char* k = b.tool_name == "bash" ? "command" : "path";
       if (args.contains(k) && args[k].is_string()) c.key = args[k].get<std::string>();
     }

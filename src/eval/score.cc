@@ -19,8 +19,9 @@ bool IsWordChar(char c) {
 // Tool-call arguments as "key: value" lines with string values unescaped, so
 // a command with quotes reads the same as in prose.
 std::string RenderArguments(std::string_view arguments_json) {
-  auto j = internal::ParseJsonNoDeeperThanLimit<nlohmann::ordered_json>(arguments_json);
-  if (j.is_discarded() || !j.is_object()) return std::string(arguments_json);
+  auto parsed = internal::ParseJsonWithinLimit<nlohmann::ordered_json>(arguments_json);
+  if (!parsed.ok() || !parsed->is_object()) return std::string(arguments_json);
+  const nlohmann::ordered_json& j = *parsed;
   std::string out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     out += it.key();

@@ -32,17 +32,17 @@ std::string JoinedText(const std::vector<LlmPart>& parts) {
 }
 
 Json ParseArguments(const std::string& text) {
-  Json args = internal::ParseJsonNoDeeperThanLimit<Json>(text);
-  if (args.is_discarded() || !args.is_object()) return Json::object();
-  return args;
+  Result<Json> args = internal::ParseJsonWithinLimit<Json>(text);
+  if (!args.ok() || !args->is_object()) return Json::object();
+  return std::move(args).value();
 }
 
 Json ToolSchema(const LlmTool& tool) {
-  Json schema = internal::ParseJsonNoDeeperThanLimit<Json>(tool.parameters_json);
-  if (schema.is_discarded() || !schema.is_object()) {
-    schema = {{"type", "object"}, {"properties", Json::object()}};
+  Result<Json> schema = internal::ParseJsonWithinLimit<Json>(tool.parameters_json);
+  if (!schema.ok() || !schema->is_object()) {
+    return {{"type", "object"}, {"properties", Json::object()}};
   }
-  return schema;
+  return std::move(schema).value();
 }
 
 HttpRequest NewHttpRequest(const ModelConfig& model, std::string url) {
@@ -111,11 +111,9 @@ Status Malformed(const ModelConfig& model, std::string_view what) {
 }
 
 Result<Json> ParseObjectBody(const ModelConfig& model, std::string_view body) {
-  if (internal::JsonNestingExceeds(body, internal::kMaxJsonNesting))
-    return Malformed(model, internal::JsonTooDeepMessage());
-  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(body);
-  if (doc.is_discarded()) return Malformed(model, "invalid JSON");
-  if (!doc.is_object()) return Malformed(model, "not a JSON object");
+  Result<Json> doc = internal::ParseJsonWithinLimit<Json>(body);
+  if (!doc.ok()) return Malformed(model, doc.status().message());
+  if (!doc->is_object()) return Malformed(model, "not a JSON object");
   return doc;
 }
 
@@ -151,19 +149,20 @@ StreamEventInfo StreamParserBase::OnEvent(std::string_view, std::string_view dat
     info.complete = true;
     return info;
   }
-  if (internal::JsonNestingExceeds(data, internal::kMaxJsonNesting)) {
-    // Not junk to skip: the rest of the response may be missing in it.
+  Result<Json> parsed = internal::ParseJsonWithinLimit<Json>(data);
+  if (!parsed.ok() && parsed.status().code() == StatusCode::kUnsupported) {
+    // Too deep is not junk to skip: the rest of the response may be in it.
     response_.stop_reason = "error";
     response_.error_message =
-        api_ + ": malformed response (an event's " + internal::JsonTooDeepMessage() + ")";
+        api_ + ": malformed response (an event's " + parsed.status().message() + ")";
     done_ = true;
     info.error = true;
     info.error_message = response_.error_message;
     info.stop_reason = "error";
     return info;
   }
-  Json j = internal::ParseJsonNoDeeperThanLimit<Json>(data);
-  if (j.is_discarded() || !j.is_object()) return info;  // tolerate junk lines
+  if (!parsed.ok() || !parsed->is_object()) return info;  // tolerate junk lines
+  Json& j = *parsed;
   std::string type = StringAt(j, "type");
   if (type == "error" || (j.contains("error") && !j["error"].is_null() && type.empty())) {
     const Json& err = j.contains("error") ? j["error"] : j;
@@ -214,8 +213,9 @@ ProviderError HttpError(int status, std::string_view body, std::string type, std
 }
 
 void ReadErrorFields(std::string_view body, std::string* type, std::string* detail) {
-  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(body);
-  if (!doc.is_object()) return;
+  Result<Json> parsed = internal::ParseJsonWithinLimit<Json>(body);
+  if (!parsed.ok() || !parsed->is_object()) return;
+  const Json& doc = *parsed;
   auto it = doc.find("error");
   if (it == doc.end() || it->is_null()) return;
   if (it->is_string()) {

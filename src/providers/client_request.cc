@@ -161,12 +161,12 @@ bool SameIgnoringCacheControl(std::string_view a, std::string_view b) {
   if (a.find(kKey) == std::string_view::npos && b.find(kKey) == std::string_view::npos) {
     return false;
   }
-  Json ja = internal::ParseJsonNoDeeperThanLimit<Json>(a);
-  Json jb = internal::ParseJsonNoDeeperThanLimit<Json>(b);
-  if (ja.is_discarded() || jb.is_discarded()) return false;
-  StripCacheControl(ja);
-  StripCacheControl(jb);
-  return ja == jb;
+  Result<Json> ja = internal::ParseJsonWithinLimit<Json>(a);
+  Result<Json> jb = internal::ParseJsonWithinLimit<Json>(b);
+  if (!ja.ok() || !jb.ok()) return false;
+  StripCacheControl(*ja);
+  StripCacheControl(*jb);
+  return *ja == *jb;
 }
 
 size_t SharedItemPrefix(const ClientRequest& a, const ClientRequest& b) {

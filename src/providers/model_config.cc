@@ -135,10 +135,9 @@ Result<ModelConfig> ParseOne(const std::string& name, const Json& obj) {
 }  // namespace
 
 Result<std::vector<ModelConfig>> ParseModelConfigs(std::string_view settings_json) {
-  if (internal::JsonNestingExceeds(settings_json, internal::kMaxJsonNesting))
-    return Status::InvalidArgument("settings: " + internal::JsonTooDeepMessage());
-  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(settings_json);
-  if (doc.is_discarded()) return Status::InvalidArgument("settings: invalid JSON");
+  Result<Json> parsed = internal::ParseJsonWithinLimit<Json>(settings_json);
+  if (!parsed.ok()) return Status::InvalidArgument("settings: " + parsed.status().message());
+  const Json& doc = *parsed;
   if (!doc.is_object()) return Status::InvalidArgument("settings: not a JSON object");
   std::vector<ModelConfig> out;
   auto it = doc.find("models");

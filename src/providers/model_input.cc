@@ -160,10 +160,10 @@ std::vector<LlmMessage> ConvertMessages(const std::vector<Message>& messages) {
 std::string StoredRemoteCompaction(const Session& session, size_t compaction_index) {
   std::string_view pd = session.FieldJson(compaction_index, "preserveData");
   if (pd.empty()) return "";
-  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(pd);
-  if (!doc.is_object()) return "";
-  auto it = doc.find("openaiRemoteCompaction");
-  if (it == doc.end() || !it->is_object()) return "";
+  Result<Json> doc = internal::ParseJsonWithinLimit<Json>(pd);
+  if (!doc.ok() || !doc->is_object()) return "";
+  auto it = doc->find("openaiRemoteCompaction");
+  if (it == doc->end() || !it->is_object()) return "";
   return DumpJson(*it);
 }
 
@@ -190,8 +190,11 @@ std::vector<LlmMessage> ToLlmMessages(std::span<const ContextMessage> messages) 
     const Json* raw_ptr = nullptr;
     // Raw JSON only where image data may be needed.
     if (text.find("\"image\"") != std::string_view::npos) {
-      raw = internal::ParseJsonNoDeeperThanLimit<Json>(text);
-      if (raw.is_object()) raw_ptr = &raw;
+      Result<Json> parsed_raw = internal::ParseJsonWithinLimit<Json>(text);
+      if (parsed_raw.ok() && parsed_raw->is_object()) {
+        raw = std::move(parsed_raw).value();
+        raw_ptr = &raw;
+      }
     }
     if (auto c = Convert(*parsed, raw_ptr)) out.push_back(std::move(*c));
   }
@@ -245,10 +248,11 @@ std::string AssistantMessageJson(const ModelConfig& model, std::string_view prov
   Json content = Json::array();
   if (!response.text.empty()) content.push_back({{"type", "text"}, {"text", response.text}});
   for (const LlmToolCall& c : response.tool_calls) {
-    Json args = internal::ParseJsonNoDeeperThanLimit<Json>(c.arguments_json);
+    Result<Json> parsed = internal::ParseJsonWithinLimit<Json>(c.arguments_json);
     // Arguments the model broke (or nested past any walk) are kept as text
     // so nothing it said is lost.
-    if (args.is_discarded() || !args.is_object()) args = {{"_raw", c.arguments_json}};
+    Json args = parsed.ok() && parsed->is_object() ? std::move(parsed).value()
+                                                   : Json{{"_raw", c.arguments_json}};
     content.push_back(
         {{"type", "toolCall"}, {"id", c.id}, {"name", c.name}, {"arguments", std::move(args)}});
   }
@@ -306,9 +310,9 @@ CompactionHooks::Compacting RemoteCompactionHook(RemoteCompactionOptions options
     if (auto prev = LatestCompactionOnLeafPath(e.session)) {
       std::string stored = StoredRemoteCompaction(e.session, *prev);
       if (auto h = stored.empty() ? std::nullopt : ReplacementHistoryFor(stored, o.provider)) {
-        items = internal::ParseJsonNoDeeperThanLimit<Json>(*h);
-        have_history = items.is_array();
-        if (!have_history) items = Json::array();
+        Result<Json> history = internal::ParseJsonWithinLimit<Json>(*h);
+        have_history = history.ok() && history->is_array();
+        if (have_history) items = std::move(history).value();
       }
     }
     std::vector<Message> messages;

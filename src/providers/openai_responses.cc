@@ -66,8 +66,8 @@ Json Body(const ModelConfig& model, const LlmRequest& req) {
   if (!req.system_prompt.empty()) body["instructions"] = req.system_prompt;
   Json input = Json::array();
   if (!req.responses_history_json.empty()) {
-    Json history = internal::ParseJsonNoDeeperThanLimit<Json>(req.responses_history_json);
-    if (history.is_array()) input = std::move(history);
+    Result<Json> history = internal::ParseJsonWithinLimit<Json>(req.responses_history_json);
+    if (history.ok() && history->is_array()) input = std::move(history).value();
   }
   for (Json& item : InputItems(req.messages)) input.push_back(std::move(item));
   body["input"] = std::move(input);

@@ -70,10 +70,11 @@ Result<HttpRequest> BuildResponsesCompactRequest(const ModelConfig& model,
                                                  std::string_view input_items_json,
                                                  std::string_view instructions,
                                                  std::string_view api_key) {
-  Json items = internal::ParseJsonNoDeeperThanLimit<Json>(input_items_json);
-  if (items.is_discarded() || !items.is_array()) {
+  Result<Json> parsed = internal::ParseJsonWithinLimit<Json>(input_items_json);
+  if (!parsed.ok() || !parsed->is_array()) {
     return Status::InvalidArgument("responses/compact: input items must be a JSON array");
   }
+  Json& items = *parsed;
   if (model.context_window > 0) {
     int64_t total = Utf16Length(instructions);
     for (const Json& item : items) total += JsLength(item);
@@ -121,14 +122,15 @@ Result<HttpRequest> BuildResponsesCompactRequest(const ModelConfig& model,
 
 Result<RemoteCompaction> ParseResponsesCompactResponse(std::string_view body,
                                                        std::string_view provider) {
-  if (internal::JsonNestingExceeds(body, internal::kMaxJsonNesting)) {
+  Result<Json> parsed = internal::ParseJsonWithinLimit<Json>(body);
+  if (!parsed.ok()) {
     return Status::Unavailable("responses/compact: malformed response (" +
-                               internal::JsonTooDeepMessage() + ")");
+                               parsed.status().message() + ")");
   }
-  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(body);
-  if (doc.is_discarded() || !doc.is_object()) {
+  if (!parsed->is_object()) {
     return Status::Unavailable("responses/compact: malformed response (invalid JSON)");
   }
+  const Json& doc = *parsed;
   auto output = doc.find("output");
   if (output == doc.end() || !output->is_array()) {
     return Status::Unavailable("responses/compact: malformed response (no output)");
@@ -165,8 +167,9 @@ Result<RemoteCompaction> ParseResponsesCompactResponse(std::string_view body,
 
 std::optional<std::string> ReplacementHistoryFor(std::string_view stored_json,
                                                  std::string_view provider) {
-  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(stored_json);
-  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
+  Result<Json> parsed = internal::ParseJsonWithinLimit<Json>(stored_json);
+  if (!parsed.ok() || !parsed->is_object()) return std::nullopt;
+  Json& doc = *parsed;
   if (!doc.contains("provider") || !doc["provider"].is_string() ||
       doc["provider"].get<std::string>() != provider) {
     return std::nullopt;

@@ -185,21 +185,22 @@ std::string SettingsWarning::ToString() const { return file + ": " + message; }
 
 Result<LoadedSettings> ParseSettingsJson(std::string_view json, std::string_view name,
                                          const CompactionSettings& base) {
-  if (internal::JsonNestingExceeds(json, internal::kMaxJsonNesting))
-    return Status::InvalidArgument(
-        fmt::format("settings file {}: {}", name, internal::JsonTooDeepMessage()));
-  Json doc = internal::ParseJsonNoDeeperThanLimit<Json>(json, /*ignore_comments=*/true);
-  if (doc.is_discarded()) {
-    // Re-parse with exceptions only to get nlohmann's position-bearing message.
-    std::string detail = "invalid JSON";
-    try {
-      Json ignored = Json::parse(json, nullptr, true, true);
-      (void)ignored;
-    } catch (const Json::exception& e) {
-      detail = fmt::format("invalid JSON ({})", e.what());
+  Result<Json> parsed = internal::ParseJsonWithinLimit<Json>(json, /*ignore_comments=*/true);
+  if (!parsed.ok()) {
+    std::string detail = parsed.status().message();
+    // Not JSON (rather than nested too deep): re-parse with exceptions only to
+    // get nlohmann's position-bearing message.
+    if (parsed.status().code() == StatusCode::kInvalidArgument) {
+      try {
+        Json ignored = Json::parse(json, nullptr, true, true);
+        (void)ignored;
+      } catch (const Json::exception& e) {
+        detail = fmt::format("invalid JSON ({})", e.what());
+      }
     }
     return Status::InvalidArgument(fmt::format("settings file {}: {}", name, detail));
   }
+  const Json& doc = *parsed;
   if (!doc.is_object()) {
     return Status::InvalidArgument(
         fmt::format("settings file {}: expected a JSON object, got {}", name, TypeName(doc)));

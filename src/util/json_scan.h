@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "compactor/status.h"
+
 namespace compactor::internal {
 
 struct JsonMember {
@@ -68,15 +70,20 @@ std::string JsonTooDeepMessage();
 // settings, provider replies and stream events, tool arguments, probe facts.
 // nlohmann parses deep text without recursion, but its dump(), copies and
 // comparisons recurse once per level, so text nested deeper than
-// kMaxJsonNesting is refused first, as session lines are: the result is then
-// a discarded value, like invalid JSON. Callers that report errors test
-// JsonNestingExceeds first to say which. `Json` is nlohmann::json or
-// nlohmann::ordered_json (a template, so this module needs no nlohmann).
+// kMaxJsonNesting is refused before it is parsed, as session lines are. The
+// nesting is scanned here and only here, so callers need no check of their
+// own. Errors, told apart by code:
+//   kUnsupported      valid or not, nested too deep: JsonTooDeepMessage()
+//   kInvalidArgument  not JSON: "invalid JSON"
+// `Json` is nlohmann::json or nlohmann::ordered_json (a template, so this
+// module needs no nlohmann).
 template <class Json>
-Json ParseJsonNoDeeperThanLimit(std::string_view text, bool ignore_comments = false) {
-  if (JsonNestingExceeds(text, kMaxJsonNesting)) return Json(Json::value_t::discarded);
-  return Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false,
-                     ignore_comments);
+Result<Json> ParseJsonWithinLimit(std::string_view text, bool ignore_comments = false) {
+  if (JsonNestingExceeds(text, kMaxJsonNesting)) return Status::Unsupported(JsonTooDeepMessage());
+  Json doc =
+      Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false, ignore_comments);
+  if (doc.is_discarded()) return Status::InvalidArgument("invalid JSON");
+  return doc;
 }
 
 }  // namespace compactor::internal

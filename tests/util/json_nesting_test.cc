@@ -1,6 +1,7 @@
 // JsonNestingExceeds: the guard in front of every recursive walk over a value.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "util/json_scan.h"
@@ -56,6 +57,36 @@ TEST(JsonNesting, EveryLengthAroundTheCountingBlocks) {
   for (unsigned char c : {0x3b, 0x4b, 0x6b, 0x5d, 0x7d, 0xdb, 0xfb, 0x1b})
     near += std::string(300, static_cast<char>(c));
   EXPECT_FALSE(JsonNestingExceeds(near, 0));
+}
+
+// The one parse of outside JSON says why it refused, so no caller scans the
+// nesting again to pick its message.
+TEST(JsonNesting, ParseWithinLimitSaysWhyItRefused) {
+  using Json = nlohmann::json;
+  Result<Json> ok = ParseJsonWithinLimit<Json>(R"({"a":[1,2]})");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ((*ok)["a"][1], 2);
+  const std::string at = std::string(1024, '[') + std::string(1024, ']');
+  EXPECT_TRUE(ParseJsonWithinLimit<Json>(at).ok());
+
+  Result<Json> invalid = ParseJsonWithinLimit<Json>("{\"a\":");
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_EQ(invalid.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(invalid.status().message(), "invalid JSON");
+
+  // Too deep wins over invalid: the text is never handed to the parser.
+  for (const std::string& deep :
+       {std::string(1025, '[') + std::string(1025, ']'), std::string(100'000, '{')}) {
+    Result<Json> r = ParseJsonWithinLimit<Json>(deep);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+    EXPECT_EQ(r.status().message(), JsonTooDeepMessage());
+    EXPECT_EQ(r.status().message(), "JSON nested deeper than 1024 levels");
+  }
+
+  // Comments only when asked (settings files allow them).
+  EXPECT_FALSE(ParseJsonWithinLimit<Json>("{/* c */}").ok());
+  EXPECT_TRUE(ParseJsonWithinLimit<Json>("{/* c */}", /*ignore_comments=*/true).ok());
 }
 
 }  // namespace
