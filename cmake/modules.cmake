@@ -83,6 +83,12 @@ compactor_module(NAME providers
 compactor_module(NAME compact
   HEADERS compact.h branch.h
   USES status env util session context tokens policy prepare summarize prune strategies settings)
+# The JSON shapes of the CLI's --json output, shared by the CLI and the
+# service API of `compactor serve` (one builder, not copies).
+compactor_module(NAME report
+  HEADERS report.h
+  USES status util session context tokens prepare strategies compact
+  DEPENDS nlohmann_json::nlohmann_json)
 compactor_module(NAME runtime
   HEADERS runtime.h
   USES status env util session context tokens policy summarize prune strategies settings compact
