@@ -41,6 +41,12 @@ compactor_module(NAME session
   USES status env util
   EXPORTS message_observer.h
   PUBLIC_DEPENDS simdjson::simdjson)
+# Sessions by id: the store `compactor serve` records into and serves
+# (docs/api.md); the directory of pi session files now, a database later.
+compactor_module(NAME store
+  HEADERS store.h
+  USES status env util session
+  DEPENDS nlohmann_json::nlohmann_json)
 compactor_module(NAME context
   HEADERS context.h
   USES status session util
