@@ -114,7 +114,8 @@ compactor_module(NAME eval
 compactor_module(NAME serve
   LIBRARY compactor_serve
   HEADERS serve.h
-  USES status env util session context tokens policy strategies settings compact providers
+  USES status env util session store context tokens policy prepare summarize strategies settings
+    compact report providers
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json compactor_curl_headers PkgConfig::SERVE_CODECS
   PUBLIC_DEPENDS PkgConfig::HTTPLIB)
 # Test-only code: the sample corpus, the PCRE2 reference pre-tokenizer, the
