@@ -133,7 +133,7 @@ void ConversationRecorder::Record(ConversationRecord record) {
     std::lock_guard<std::mutex> lock(write_mu_);  // one writer at a time
     std::vector<ConversationRecord> batch;
     batch.push_back(std::move(record));
-    WriteBatch(std::move(batch));
+    WriteBatch(batch);
     return;
   }
   {
@@ -180,7 +180,7 @@ void ConversationRecorder::Run() {
     queue_.clear();
     lock.unlock();
     const size_t n = batch.size();
-    WriteBatch(std::move(batch));
+    WriteBatch(batch);
     lock.lock();
     written_ += n;
     cv_.notify_all();
@@ -324,7 +324,7 @@ Status ConversationRecorder::Prepare(State& st, const ConversationRecord& r,
   return Status::Ok();
 }
 
-void ConversationRecorder::WriteBatch(std::vector<ConversationRecord> batch) {
+void ConversationRecorder::WriteBatch(const std::vector<ConversationRecord>& batch) {
   // One append (one lock, one fsync) per session, in the order of the records.
   std::vector<std::pair<State*, std::string>> order;  // state, conversation
   std::map<State*, std::vector<std::string>> lines;

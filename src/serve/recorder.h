@@ -116,7 +116,7 @@ class ConversationRecorder {
  private:
   struct State;
   void Run();
-  void WriteBatch(std::vector<ConversationRecord> batch);
+  void WriteBatch(const std::vector<ConversationRecord>& batch);
   Status Prepare(State& st, const ConversationRecord& r, std::vector<std::string>* lines);
   Result<State*> StateOf(const ConversationRecord& r);
   std::string NewId(State& st);
