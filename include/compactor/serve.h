@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "compactor/providers.h"
 #include "compactor/status.h"
 
 namespace compactor {
@@ -54,6 +55,16 @@ struct ServeOptions {
   std::string summarizer = "upstream";
   // One JSON object per log line instead of the human-readable line.
   bool json_logs = false;
+  // The candidates of a `summarizer` naming a settings model (filled by
+  // ResolveServeDefaults).
+  std::vector<ModelConfig> summarizer_models;
+  // The longest a request waits for its summary before it goes upstream
+  // uncompacted (settings "serve.summaryDeadlineMs"): 60 s.
+  int64_t summary_deadline_ms = 60'000;
+  // Codex's compaction_trigger (settings "serve.remoteCompaction"): "auto"
+  // (passed to OpenAI's and ChatGPT's upstreams, answered by the proxy for
+  // any other), "upstream" (always passed), "proxy" (always answered).
+  std::string remote_compaction = "auto";
 
   // --- limits (settings "serve" section) -----------------------------------
   // Largest request body accepted, as received and once decoded: 32 MiB. Larger: 413.

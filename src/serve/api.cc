@@ -16,6 +16,7 @@
 #include "compactor/strategy.h"
 #include "compactor/summarizer.h"
 #include "compactor/writer.h"
+#include "serve/compact_hook.h"
 
 namespace compactor::serve {
 namespace {
@@ -214,6 +215,14 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
   svc->recorder_ = std::make_unique<ConversationRecorder>(std::move(ro));
   svc->hook_ = std::make_shared<RecordingHook>(svc->recorder_.get());
   server.proxy().AddHook(svc->hook_);
+  // The compaction hook reports what it forwarded: its compaction becomes
+  // the recorded session's compaction entry.
+  server.set_on_forwarded([](const ForwardedExchange& f) {
+    if (!f.compaction) return;
+    RecordingHook::NoteCompactionOnThisThread(f.compaction->cut, f.compaction->summary,
+                                              static_cast<double>(f.compaction->tokens_before),
+                                              f.compaction->tokens_after);
+  });
   svc->Register(server.router());
   return svc;
 }

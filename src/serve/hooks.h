@@ -103,7 +103,9 @@ class Exchange {
   // The log record (serve/request_log.h): hooks fill tokens and compaction.
   virtual RequestRecord& record() = 0;
   virtual Metrics& metrics() = 0;
-  // Whether the client has gone away (the exchange ends soon).
+  // Whether the client has gone away (the exchange ends soon). Checked on the
+  // client's socket at each call, so a hook waiting before an attempt (for a
+  // summary) notices a disconnect too.
   virtual bool client_gone() const = 0;
 };
 

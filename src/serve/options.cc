@@ -72,6 +72,13 @@ class SectionReader {
       return Int(v, "serve.keepAliveTimeoutMs", 1, 3'600'000, &o_->keep_alive_timeout_ms);
     } else if (key == "clientTimeoutMs") {
       return Int(v, "serve.clientTimeoutMs", 1, 3'600'000, &o_->client_timeout_ms);
+    } else if (key == "summaryDeadlineMs") {
+      return Int(v, "serve.summaryDeadlineMs", 0, 3'600'000, &o_->summary_deadline_ms);
+    } else if (key == "remoteCompaction") {
+      if (!v.is_string() || (v != "auto" && v != "upstream" && v != "proxy")) {
+        return Bad("serve.remoteCompaction", "expected \"auto\", \"upstream\" or \"proxy\"");
+      }
+      o_->remote_compaction = v.get<std::string>();
     } else {
       warnings_->push_back(file_ + ": unknown key \"serve." + key + "\" (ignored)");
     }
@@ -131,7 +138,8 @@ Status ApplySettingsFile(ServeOptions* o, std::vector<std::string>* warnings, st
   return SectionReader(o->settings_file, o, warnings).Read(*it);
 }
 
-Status ValidateSummarizer(const ServeOptions& o, const std::string& settings_text) {
+Status ValidateSummarizer(ServeOptions* out, const std::string& settings_text) {
+  const ServeOptions& o = *out;
   if (o.summarizer == "upstream" || o.summarizer == "offline") return Status::Ok();
   if (o.settings_file.empty()) {
     return Status::InvalidArgument("--summarizer " + o.summarizer +
@@ -146,6 +154,7 @@ Status ValidateSummarizer(const ServeOptions& o, const std::string& settings_tex
                                    " (upstream, offline, or a model "
                                    "of the settings file)");
   }
+  out->summarizer_models = std::move(*found);
   return Status::Ok();
 }
 
@@ -190,7 +199,7 @@ Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings)
   }
   auto strategy = ParseStrategy(o->strategy);
   if (!strategy.ok()) return Status::InvalidArgument("--strategy: " + strategy.status().message());
-  COMPACTOR_RETURN_IF_ERROR(ValidateSummarizer(*o, settings_text));
+  COMPACTOR_RETURN_IF_ERROR(ValidateSummarizer(o, settings_text));
   for (const std::string& dir : o->sessions) {
     if (dir.empty()) return Status::InvalidArgument("--sessions needs a directory");
   }

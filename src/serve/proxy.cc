@@ -1,6 +1,9 @@
 #include "serve/proxy.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <optional>
 #include <utility>
@@ -62,7 +65,18 @@ class ProxyExchange final : public Exchange {
   int attempt() const override { return attempt_; }
   RequestRecord& record() override { return *record_; }
   Metrics& metrics() override { return *metrics_; }
-  bool client_gone() const override { return client_gone_; }
+  // Also asked between attempts (a hook waiting for a summary): the client's
+  // socket is peeked, without blocking, for end of file or an error.
+  bool client_gone() const override {
+    if (!client_gone_ && conn_ != nullptr && conn_->fd >= 0) {
+      char byte;
+      ssize_t r = ::recv(conn_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        client_gone_ = true;
+      }
+    }
+    return client_gone_;
+  }
 
   void AddHook(std::unique_ptr<ExchangeHook> hook) {
     observers_ = observers_ || hook->wants_events();
@@ -92,6 +106,8 @@ class ProxyExchange final : public Exchange {
   void CommitLocal(httplib::Response& res);
   void Fail(httplib::Response& res, int status, std::string_view code, const std::string& message);
   void FailUpstream(httplib::Response& res);
+  // The client went away before the answer: 499, nothing relayed.
+  void Abandon(httplib::Response& res);
   std::string Redact(std::string_view text) const {
     return RedactSecrets(text, CredentialsIn(request_.headers));
   }
@@ -109,7 +125,7 @@ class ProxyExchange final : public Exchange {
   HeaderList added_;
   std::optional<LocalAnswer> local_;
   int attempt_ = 0;
-  bool client_gone_ = false;
+  mutable bool client_gone_ = false;
 
   // The current attempt.
   std::unique_ptr<UpstreamCall> call_;
@@ -353,17 +369,18 @@ void ProxyExchange::Fail(httplib::Response& res, int status, std::string_view co
   if (record_->error.empty()) record_->error = message;
 }
 
+void ProxyExchange::Abandon(httplib::Response& res) {
+  client_gone_ = true;
+  record_->client_closed = true;
+  metrics_->client_disconnects().Add();
+  conn_->must_close = true;
+  res.status = 499;  // nginx's "client closed request"; nothing reaches the client
+  record_->status = 499;
+  record_->error = "the client closed the connection before the answer";
+}
+
 void ProxyExchange::FailUpstream(httplib::Response& res) {
-  if (call_->client_gone() || client_gone_) {
-    client_gone_ = true;
-    record_->client_closed = true;
-    metrics_->client_disconnects().Add();
-    conn_->must_close = true;
-    res.status = 499;  // nginx's "client closed request"; nothing reaches the client
-    record_->status = 499;
-    record_->error = "the client closed the connection before the answer";
-    return;
-  }
+  if (call_->client_gone() || client_gone_) return Abandon(res);
   metrics_->CountUpstreamError(FailureKind(call_->failure()));
   std::string where = "the upstream " + RedactUrl(root_);
   std::string why = Redact(call_->error());
@@ -385,6 +402,9 @@ void ProxyExchange::Run(httplib::Response& res, const std::shared_ptr<ProxyExcha
   for (attempt_ = 0;; ++attempt_) {
     for (auto& h : hooks_) h->BeforeForward(*this);
     if (local_) return CommitLocal(res);
+    // A hook that waited (for a summary) may have seen the client go away:
+    // nothing is sent upstream for nobody.
+    if (client_gone_) return Abandon(res);
     Status started = StartAttempt();
     if (!started.ok()) return Fail(res, 502, "upstream_error", started.message());
     while (!call_->head_complete() && call_->Step(conn_->fd)) {

@@ -21,6 +21,10 @@ uint64_t Fnv1a(uint64_t h, std::string_view bytes) {
   return h;
 }
 
+// A compaction reported for the exchange the worker thread is completing
+// (RecordingHook::NoteCompactionOnThisThread).
+thread_local std::optional<RecordedCompaction> t_thread_compaction;
+
 bool IsRecordedRoute(std::string_view label) {
   return label == "/v1/messages" || label == "/v1/responses" || label == "/v1/chat/completions";
 }
@@ -369,6 +373,8 @@ class RecordingExchange : public ExchangeHook {
 
   void OnComplete(Exchange& ex) override {
     std::optional<RecordedCompaction> compaction = hook_->TakeCompaction(ex);
+    if (!compaction && t_thread_compaction) compaction = std::move(t_thread_compaction);
+    t_thread_compaction.reset();
     const RequestRecord& rec = ex.record();
     if (rec.status < 200 || rec.status >= 300) return;  // the model did not take it
     const ProviderApi* api = FindProviderApi(ex.request().route.api);
@@ -393,6 +399,7 @@ class RecordingExchange : public ExchangeHook {
 };
 
 std::unique_ptr<ExchangeHook> RecordingHook::Begin(Exchange& ex) {
+  t_thread_compaction.reset();  // left by a request this hook did not join
   const ProxyRequest& req = ex.request();
   if (req.method != "POST" || req.route.api.empty() || !IsRecordedRoute(req.route.label))
     return nullptr;
@@ -408,6 +415,16 @@ void RecordingHook::NoteCompaction(const Exchange& ex, size_t cut_item, std::str
   c.first_kept_message = cut_item;  // an item index until the request is read
   std::lock_guard<std::mutex> lock(mu_);
   compactions_[&ex] = std::move(c);
+}
+
+void RecordingHook::NoteCompactionOnThisThread(size_t cut_item, std::string summary,
+                                               double tokens_before, int64_t tokens_after) {
+  RecordedCompaction c;
+  c.summary = std::move(summary);
+  c.tokens_before = tokens_before;
+  c.tokens_after = tokens_after;
+  c.first_kept_message = cut_item;  // an item index until the request is read
+  t_thread_compaction = std::move(c);
 }
 
 std::optional<RecordedCompaction> RecordingHook::TakeCompaction(const Exchange& ex) {

@@ -147,6 +147,12 @@ class RecordingHook : public ProxyHook {
   // `ex` forwarded a rewrite that replaced items [0, cut_item) by `summary`.
   void NoteCompaction(const Exchange& ex, size_t cut_item, std::string summary,
                       double tokens_before, int64_t tokens_after);
+  // The same for the exchange this worker thread is completing, for a hook
+  // that reports after its answer without the Exchange (the compaction
+  // hook's on_forwarded, which runs on the request's worker thread before
+  // this hook's OnComplete). Cleared when the thread's next request begins.
+  static void NoteCompactionOnThisThread(size_t cut_item, std::string summary, double tokens_before,
+                                         int64_t tokens_after);
 
  private:
   friend class RecordingExchange;

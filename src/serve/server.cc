@@ -4,6 +4,7 @@
 
 #include "compactor/env.h"
 #include "serve/api.h"
+#include "serve/compact_hook.h"
 #include "serve/content_encoding.h"
 
 namespace compactor::serve {
@@ -59,6 +60,26 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
     requested_port_ = listen->port;
   }
   requires_token_ = !IsLoopbackHost(host_);
+  // Compaction in the proxy (docs/serve.md).
+  CompactHookOptions compact;
+  compact.context_window = options_.context_window;
+  compact.model_windows = options_.model_windows;
+  compact.summarizer =
+      options_.summarizer == "upstream"  ? CompactHookOptions::SummarizerKind::kUpstream
+      : options_.summarizer == "offline" ? CompactHookOptions::SummarizerKind::kOffline
+                                         : CompactHookOptions::SummarizerKind::kModels;
+  compact.summarizer_models = options_.summarizer_models;
+  compact.summary_deadline_ms = options_.summary_deadline_ms;
+  compact.remote_compaction =
+      options_.remote_compaction == "upstream" ? CompactHookOptions::RemoteCompaction::kUpstream
+      : options_.remote_compaction == "proxy"  ? CompactHookOptions::RemoteCompaction::kProxy
+                                               : CompactHookOptions::RemoteCompaction::kAuto;
+  compact.env = options_.env;
+  compact.upstream_url = [this](const ProxyRequest& r) {
+    return JoinUpstream(proxy_.UpstreamFor(r.route, r.headers), r.target);
+  };
+  compact.on_forwarded = &on_forwarded_;
+  proxy_.AddHook(NewCompactHook(std::move(compact)));
 }
 
 Server::~Server() { Shutdown(); }

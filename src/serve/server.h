@@ -13,8 +13,10 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "compactor/serve.h"
+#include "serve/compact_hook.h"
 #include "serve/http_server.h"
 #include "serve/metrics.h"
 #include "serve/proxy.h"
@@ -39,6 +41,12 @@ class Server {
   // Whether /compactor/ requests must carry the bearer token.
   bool requires_token() const { return requires_token_; }
 
+  // The seam for recording conversations (the store): `fn` sees, after each
+  // model request the compaction hook joined, what was sent upstream, the
+  // usage and the compaction made (serve/compact_hook.h). REQUIRES: before
+  // Start().
+  void set_on_forwarded(ForwardedCallback fn) { on_forwarded_ = std::move(fn); }
+
   // Binds and serves. kUnavailable when the address cannot be bound.
   Status Start();
   const std::string& host() const { return host_; }
@@ -55,6 +63,7 @@ class Server {
   bool Authorized(const Connection& conn) const;
 
   ServeOptions options_;
+  ForwardedCallback on_forwarded_;  // before proxy_: the hook points at it
   std::string host_;
   int requested_port_ = 0;
   bool requires_token_ = false;

@@ -70,9 +70,15 @@ function answers(dir, scenario) {
 function verdict(args) {
   const dir = option(args, 'dir');
   const scenario = option(args, 'scenario');
-  // Passthrough (through compactor serve with nothing to compact) must look
-  // exactly like direct to every check.
-  const mode = option(args, 'mode') === 'passthrough' ? 'direct' : option(args, 'mode');
+  // Passthrough (through compactor serve with nothing to compact
+  // proactively) must look exactly like direct to every check, with one
+  // exception: a request the upstream refused as too long is serve's to
+  // recover (it compacts and retries), so the retry that follows an injected
+  // overflow may carry a cut history. Everything else must reach the
+  // upstream as the client sent it: serve's own log (--json) says which
+  // requests it rewrote, and only such retries may be among them.
+  const given = option(args, 'mode');
+  const mode = given === 'passthrough' ? 'direct' : given;
   const expect = option(args, 'expect', 'success');
   const status = Number(option(args, 'status', '0'));
   const steps = Number(option(args, 'steps', '0'));
@@ -129,7 +135,13 @@ function verdict(args) {
   // first) legitimately sends less afterwards.
   const selfCompacted = (r) => recs.some((x) => x.seq < r.seq && (x.kind === 'summary' || x.kind === 'compaction'));
   const cut = task.filter((r) => r.missing_calls > 0);
-  const unexplained = cut.filter((r) => !selfCompacted(r));
+  // Passthrough: a retry of a request refused as too long (the request
+  // before it, in the upstream's order and leaving out serve's own summary
+  // requests, is that refusal) is serve's recovery.
+  const clientOrder = recs.filter((r) => r.kind !== 'proxy-summary');
+  const before = (r) => clientOrder[clientOrder.indexOf(r) - 1];
+  const recovery = (r) => given === 'passthrough' && !!before(r)?.overflow_injected;
+  const unexplained = cut.filter((r) => !selfCompacted(r) && !recovery(r));
   if (mode === 'direct' && unexplained.length && expect === 'success') {
     problems.push(`request ${unexplained[0].seq}: ${unexplained[0].missing_calls} earlier tool call(s) missing although nothing compacted (the client dropped history?)`);
   }
@@ -166,12 +178,15 @@ function verdict(args) {
     if (foreign.length) problems.push(`request ${foreign[0].seq}: a compaction item the upstream did not issue reached it (the proxy must expand its own)`);
     facts.push(`${triggers.length} compaction_trigger request(s) upstream`);
   }
-  if ((scenario === 'pi-overflow' || scenario === 'claude-overflow') && mode === 'direct' && expect === 'success') {
+  if (given === 'passthrough') checkPassthrough(dir, scenario, clientOrder, recovery, problems, facts);
+  if ((scenario === 'pi-overflow' || scenario === 'claude-overflow') && given === 'direct' && expect === 'success') {
     if (!recs.some((r) => r.overflow_injected)) problems.push('no overflow was injected: the task never grew past the limit');
     if (!recs.some((r) => r.kind === 'summary')) problems.push('the client did not compact after the overflow (no summary request)');
   }
   const self = recs.filter((r) => r.kind === 'summary').length;
   if (self) facts.push(`${self} summary request(s)`);
+  const byServe = recs.filter((r) => r.kind === 'proxy-summary').length;
+  if (byServe) facts.push(`${byServe} summary request(s) by serve`);
 
   if (problems.length) {
     console.log(`FAIL ${problems[0]}`);
@@ -180,6 +195,38 @@ function verdict(args) {
   } else {
     console.log(`PASS ${facts.join('; ')}`);
   }
+}
+
+// Passthrough: serve's request log (serve.err, one JSON object per line with
+// --json) must show no rewritten request except the retries of overflows the
+// upstream injected, and through serve an overflow scenario must have been
+// recovered (at least one overflow injected, every one answered by a retry).
+function checkPassthrough(dir, scenario, recs, recovery, problems, facts) {
+  const log = read(path.join(dir, 'serve.err')).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const model = log.filter((l) => l.api);
+  if (!model.length) problems.push('serve logged no model request (is serve running with --json?)');
+  const rewritten = model.filter((l) => l.compacted);
+  const proactive = rewritten.filter((l) => !(l.attempts > 1));
+  if (proactive.length) problems.push(`serve rewrote ${proactive.length} request(s) on their first attempt in passthrough (${proactive[0].path}): nothing may be compacted proactively`);
+  if (!scenario.includes('-overflow') && rewritten.length) problems.push(`serve rewrote ${rewritten.length} request(s) although the upstream refused none`);
+  const injected = recs.filter((r) => r.overflow_injected);
+  if (scenario.includes('-overflow')) {
+    if (!injected.length) problems.push('no overflow was injected: the task never grew past the limit');
+    const unanswered = injected.filter((r) => !retryOf(recs, r));
+    if (unanswered.length) problems.push(`request ${unanswered[0].seq}: the overflow the upstream injected was not retried by serve`);
+    const retries = recs.filter((r) => recovery(r)).length;
+    facts.push(`passthrough: ${injected.length} overflow(s) injected, ${retries} retried by serve, ${rewritten.length} request(s) rewritten`);
+  } else {
+    facts.push(`passthrough: ${model.length} model request(s) passed unchanged`);
+  }
+}
+
+// The request the upstream received right after `r` (serve's summary
+// requests left out), when it is a retry of the same request (the same step
+// of the same task, so not the client's next turn).
+function retryOf(recs, r) {
+  const next = recs[recs.indexOf(r) + 1];
+  return next && next.reply_step === r.reply_step && next.kind === r.kind ? next : null;
 }
 
 const [cmd, ...rest] = process.argv.slice(2);

@@ -249,8 +249,16 @@ function lastUserText(conv) {
 
 // A request asking for a summary of the conversation: the proxy's summarizer,
 // pi's compaction, Claude Code's compaction, Codex's checkpoint compaction.
+// The instruction is the request's last message: a user message earlier in
+// the conversation that mentions a summary (a proxy's compaction summary
+// followed by the kept tool calls and results) does not make it one.
 function isSummaryRequest(conv) {
-  const last = lastUserText(conv);
+  const final = conv.messages[conv.messages.length - 1];
+  const last = final && final.role === 'user' ? lastUserText(conv) : '';
+  // compactor serve's summary message (its compaction, e.g. Codex's
+  // compaction item expanded by the proxy) is context to go on from, not an
+  // instruction to summarize, even when nothing follows it.
+  if (/^Earlier messages of this conversation were compacted into this summary:/.test(last)) return false;
   if (/summar|context checkpoint|checkpoint compaction/i.test(last)) return true;
   return /summari[sz]/i.test(conv.system.slice(0, 400));
 }
@@ -752,12 +760,15 @@ function handle(req, res, raw) {
   }
   const check = checkNewest(conv);
   const reply = decide(conv, api, body);
+  // compactor serve's own summary requests (x-compactor-request: summary)
+  // are told apart from a client that compacts by itself.
+  if (reply.kind === 'summary' && req.headers['x-compactor-request'] === 'summary') reply.kind = 'proxy-summary';
   // A model named fake-overflow-http / fake-overflow-stream always overflows
   // (the SDK tests' error cases); otherwise --overflow-tokens decides, never
   // for summary requests (they would overflow the same way the task does).
   const forced = /overflow-(http|stream)/.exec(body.model || '');
   const overflowMode = forced ? forced[1] : opts.overflowMode;
-  const overflow = !!forced || (opts.overflowTokens > 0 && tokens > opts.overflowTokens && reply.kind !== 'summary' && reply.kind !== 'compaction');
+  const overflow = !!forced || (opts.overflowTokens > 0 && tokens > opts.overflowTokens && !['summary', 'proxy-summary', 'compaction'].includes(reply.kind));
   Object.assign(rec, {kind: reply.kind, step_reached: stepReached(conv), reply_step: reply.step ?? null,
     newest_call: check.call, newest_result: check.result, present_calls: check.present_calls, missing_calls: check.missing_calls,
     history_floor: historyFloor(check.call?.step ?? 0), overflow_injected: overflow,

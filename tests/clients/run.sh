@@ -296,14 +296,41 @@ report() { # VERDICT NAME MODE DETAIL
 
 # Window sizes for the proxy: small enough that the task crosses pi's
 # threshold (window - 16384 reserve) and large enough that the kept recent
-# part (20000 tokens) plus the client's fixed system prompt and tools fit
-# under it after compaction. Claude Code's fixed part is ~28k tokens,
-# Codex's ~10k, pi's ~1.5k.
-proxy_window() { # SCENARIO
+# part (20000 tokens, at most half the threshold) plus the client's fixed
+# system prompt and tools fit under it after compaction. Measured where it
+# can be: when the same scenario ran direct or passthrough earlier in this
+# round, its upstream log gives the task's largest request E and its first
+# request F (bytes / 4, which over-counts pi's estimate by ~20%); the
+# threshold is then max(0.6 E, 2 F + 2000): crossed about two thirds into
+# the task, with room for F plus half the threshold after compaction. Else
+# (or when that threshold would not be crossed) a table from earlier
+# measurements: Claude Code's fixed part is ~28k tokens, Codex's ~8k, pi's
+# ~1.5k. (codex-remote compacts by itself, below 48000: see run_codex.)
+proxy_window() { # SCENARIO ROUND
+  local m f measured=
+  case $1 in *-overflow*) echo 1000000; return ;; esac
+  # The agents' own task (the SDK scenarios run several conversations).
+  case $1 in codex | claude | pi-*) ;; *) echo 48000; return ;; esac
+  for m in direct passthrough; do
+    f=$work/r$2-$1-$m/upstream.jsonl
+    [ -s "$f" ] || continue
+    measured=$(node -e '
+      const fs = require("fs");
+      const task = fs.readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse)
+        .filter((r) => r.kind === "call" || r.kind === "final");
+      if (!task.length) process.exit(0);
+      const e = Math.max(...task.map((r) => r.est_tokens)), f = task[0].est_tokens;
+      const t = Math.max(Math.round(0.6 * e), 2 * f + 2000);
+      if (t <= 0.85 * e) console.log(t + 16384);' "$f")
+    [ -n "$measured" ] && break
+  done
+  if [ -n "$measured" ]; then
+    echo "$measured"
+    return
+  fi
   case $1 in
     claude) echo 72000 ;;
-    codex) echo 56000 ;;
-    *-overflow*) echo 1000000 ;;
+    codex) echo 40000 ;;
     *) echo 48000 ;;
   esac
 }
@@ -318,7 +345,8 @@ run_scenario() { # NAME MODE ROUND
       # what the proxy keeps after compacting (fixed + 20k recent + summary).
       fake_args+=(--overflow-tokens "${COMPACTOR_CLIENTS_OVERFLOW_TOKENS:-36000}")
       [ "$name" = codex-overflow-stream ] && fake_args+=(--overflow-mode stream)
-      [ "$mode" != proxy ] && expect=overflow-failure
+      # Through serve (passthrough too) the proxy's overflow recovery applies.
+      [ "$mode" = direct ] && expect=overflow-failure
       ;;
     claude-overflow)
       # Claude Code's fixed part is ~29k tokens: it overflows late in the
@@ -346,9 +374,17 @@ run_scenario() { # NAME MODE ROUND
   if [ "$mode" != direct ]; then
     local window=()
     # Passthrough: no window, so serve knows none for the fake's model names and compacts nothing proactively.
-    [ "$mode" = proxy ] && window=(--context-window "$(proxy_window "$name")")
+    [ "$mode" = proxy ] && window=(--context-window "$(proxy_window "$name" "$3")")
+    if [ "$name" = codex-remote ] && [ "$mode" = passthrough ]; then
+      # The fake offers remote compaction here: serve passes Codex's
+      # compaction_trigger on instead of answering it (its default for
+      # upstreams other than OpenAI's).
+      echo '{"serve": {"remoteCompaction": "upstream"}}' >"$dir/serve-settings.json"
+      window+=(--settings "$dir/serve-settings.json")
+    fi
+    # --json: check.mjs reads serve's request log (which requests it rewrote).
     start_server "$dir/serve.out" "$dir/serve.err" "$compactor" serve --listen 127.0.0.1:0 --upstream "$base" \
-      "${window[@]}" --store "$dir/store" "${serve_args[@]}" || {
+      "${window[@]}" --store "$dir/store" --json "${serve_args[@]}" || {
       stop_server "$fake_pid"
       report FAIL "$name" "$mode" "compactor serve did not start: $(tail -n2 "$dir/serve.err" | tr '\n' ' ')"
       return

@@ -1,0 +1,494 @@
+#include "serve/compact_hook.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "serve/remote_compaction.h"
+#include "serve/summary_jobs.h"
+#include "serve/upstream_summarizer.h"
+
+namespace compactor::serve {
+namespace {
+
+// What deciding one attempt's compaction came to.
+struct Compaction {
+  std::optional<CompactPlan> plan;
+  // Without a plan: why not ("" = under the threshold, nothing to say).
+  std::string why;
+  bool error = false;       // a failed summary (logged every time)
+  bool every_time = false;  // a reason worth logging on every request
+};
+
+// Non-owning view of a summarizer the hook owns (offline, settings models).
+std::shared_ptr<const Summarizer> Borrow(const Summarizer* s) {
+  return std::shared_ptr<const Summarizer>(s, [](const Summarizer*) {});
+}
+
+class CompactProxyHook : public ProxyHook {
+ public:
+  explicit CompactProxyHook(CompactHookOptions options)
+      : options_(std::move(options)),
+        env_(options_.env ? options_.env : Env::Default()),
+        conversations_(env_) {
+    if (options_.summarizer == CompactHookOptions::SummarizerKind::kModels &&
+        !options_.summarizer_models.empty()) {
+      ProxySummarizerOptions o;
+      o.transport = options_.transport;
+      o.env = env_;
+      owned_ = NewModelSummarizer(options_.summarizer_models, o);
+    } else {
+      owned_ = NewOfflineSummarizer();
+    }
+  }
+
+  std::unique_ptr<ExchangeHook> Begin(Exchange& ex) override;
+
+  const CompactHookOptions& options() const { return options_; }
+  Conversations& conversations() { return conversations_; }
+
+  int64_t Window(const std::string& model) const {
+    if (options_.context_window > 0) return options_.context_window;
+    auto it = options_.model_windows.find(model);
+    return it != options_.model_windows.end() ? it->second : BuiltinContextWindow(model);
+  }
+  // 0 for an unknown window: no proactive compaction.
+  int64_t Threshold(const std::string& model) const {
+    int64_t window = Window(model);
+    return window <= 0 ? 0 : window - std::min(options_.reserve_tokens, window / 2);
+  }
+  int64_t KeepRecent(const std::string& model) const {
+    int64_t threshold = Threshold(model);
+    return threshold > 0 ? std::min(options_.keep_recent_tokens, threshold / 2)
+                         : options_.keep_recent_tokens;
+  }
+
+  // The compaction of `request` for this attempt (`harder` > 0: an overflow
+  // retry), waiting at most the deadline for a summary.
+  Compaction Compact(Exchange& ex, const ProviderApi& api, const ClientRequest& request,
+                     const std::string& id, int harder);
+
+  // The summary of items [0, end) for an answer the proxy must give
+  // (Codex's compaction_trigger): the configured summarizer within the
+  // deadline, else the offline one.
+  std::string SummaryForTrigger(Exchange& ex, const ProviderApi& api, const ClientRequest& request,
+                                const std::string& id, size_t end);
+
+ private:
+  std::shared_ptr<const Summarizer> SummarizerFor(const Exchange& ex,
+                                                  const ClientRequest& request) const {
+    if (options_.summarizer != CompactHookOptions::SummarizerKind::kUpstream ||
+        !options_.upstream_url) {
+      return Borrow(owned_.get());
+    }
+    UpstreamSummaryTarget t;
+    t.api = request.api;
+    t.url = options_.upstream_url(ex.request());
+    t.model = request.model;
+    t.stream = request.stream;
+    t.headers = ex.request().headers;
+    ProxySummarizerOptions o;
+    o.transport = options_.transport;
+    o.env = env_;
+    return std::shared_ptr<const Summarizer>(NewUpstreamSummarizer(std::move(t), o));
+  }
+  int64_t SummarizerWindow(const ClientRequest& request) const {
+    switch (options_.summarizer) {
+      case CompactHookOptions::SummarizerKind::kUpstream:
+        return Window(request.model);
+      case CompactHookOptions::SummarizerKind::kModels:
+        return options_.summarizer_models.empty()
+                   ? 0
+                   : options_.summarizer_models.front().context_window;
+      case CompactHookOptions::SummarizerKind::kOffline:
+        break;
+    }
+    return 0;
+  }
+  SummaryWork WorkFor(const Exchange& ex, const ClientRequest& request, CutDecision& d,
+                      bool background) const {
+    SummaryWork w;
+    w.prefix = SummaryOf(request, d.cut, "").prefix;
+    w.messages = std::move(d.messages);
+    w.previous = d.previous;
+    w.summarizer = SummarizerFor(ex, request);
+    w.window = SummarizerWindow(request);
+    w.background = background;
+    return w;
+  }
+  void MaybePrepare(Exchange& ex, const ProviderApi& api, const ClientRequest& request,
+                    const std::string& id, const ConversationSummary* prior);
+
+  CompactHookOptions options_;
+  Env* env_;
+  std::unique_ptr<Summarizer> owned_;
+  Conversations conversations_;
+};
+
+Compaction CompactProxyHook::Compact(Exchange& ex, const ProviderApi& api,
+                                     const ClientRequest& request, const std::string& id,
+                                     int harder) {
+  Compaction out;
+  PlanInput in;
+  in.threshold = Threshold(request.model);
+  in.keep_recent_tokens = KeepRecent(request.model) >> harder;
+  in.force = harder > 0;
+  if (in.threshold <= 0 && !in.force) return out;  // unknown window: recovery only
+  std::optional<ConversationSummary> prior = conversations_.Prior(id);
+  // Two rounds: a request that joined another request's summary plans again
+  // with it (usually reusing it as is), then may start its own.
+  for (int round = 0; round < 2; ++round) {
+    in.prior = prior ? &*prior : nullptr;
+    std::optional<CutDecision> d = DecideCut(api, request, in, &out.why);
+    if (!d) {
+      if (!in.force) MaybePrepare(ex, api, request, id, in.prior);
+      if (out.why == "under the threshold") out.why.clear();
+      return out;
+    }
+    std::string summary;
+    if (d->reuse) {
+      summary = prior->summary;
+    } else if (d->messages.empty()) {
+      summary = d->previous;  // nothing new before the cut
+    } else {
+      bool started = false;
+      auto job = conversations_.Start(id, WorkFor(ex, request, *d, false), &started);
+      if (!job.ok()) {
+        out.error = true;
+        out.why = job.status().ToString();
+        return out;
+      }
+      auto end = conversations_.Wait(*job, options_.summary_deadline_ms,
+                                     [&ex] { return ex.client_gone(); });
+      if (end != Conversations::WaitEnd::kDone) {
+        out.every_time = true;
+        out.why = end == Conversations::WaitEnd::kGone
+                      ? "the client went away while its summary was written"
+                      : "the summary was not ready within the deadline";
+        return out;
+      }
+      if (!started) {  // another request's summary: plan again with it
+        prior = conversations_.Prior(id);
+        continue;
+      }
+      if (!(*job)->result().ok()) {
+        out.error = true;
+        out.why = (*job)->result().status().ToString();
+        return out;
+      }
+      summary = *(*job)->result();
+    }
+    auto plan = FinishPlan(api, request, in, *d, std::move(summary), &out.why);
+    if (!plan.ok()) {
+      out.error = true;
+      out.why = plan.status().ToString();
+    } else {
+      out.plan = std::move(*plan);
+    }
+    return out;
+  }
+  out.why = "another request's summary did not cover this one";
+  return out;
+}
+
+// A summary prepared ahead: once the input (with the summary in force, if
+// any) reaches prepare_fraction of the threshold, the cut compaction would
+// make now is summarized in the background, so the request that crosses the
+// threshold finds it ready (and reuses it as is).
+void CompactProxyHook::MaybePrepare(Exchange& ex, const ProviderApi& api,
+                                    const ClientRequest& request, const std::string& id,
+                                    const ConversationSummary* prior) {
+  const int64_t threshold = Threshold(request.model);
+  if (options_.prepare_fraction <= 0 || threshold <= 0 || conversations_.Running(id)) return;
+  const size_t matched = prior ? MatchedPrefix(request, *prior) : 0;
+  int64_t effective = EstimateRequestTokens(request);
+  if (matched > 0) {
+    effective += SummaryMessageTokens(prior->summary) - request.ItemTokens(0, matched);
+  }
+  if (effective <
+          static_cast<int64_t>(options_.prepare_fraction * static_cast<double>(threshold)) ||
+      effective > threshold) {
+    return;
+  }
+  PlanInput in;
+  in.threshold = threshold;
+  in.keep_recent_tokens = KeepRecent(request.model);
+  in.force = true;
+  in.prior = prior;
+  std::string why;
+  std::optional<CutDecision> d = DecideCut(api, request, in, &why);
+  // Worth a summary call: something new, at least an eighth of the threshold.
+  if (!d || d->reuse || d->messages.empty() || d->cut <= matched ||
+      request.ItemTokens(d->from, d->cut) < threshold / 8) {
+    return;
+  }
+  bool started = false;
+  auto job = conversations_.Start(id, WorkFor(ex, request, *d, true), &started);
+  if (job.ok() && started) ex.record().extra.emplace_back("summaryPrepared", "started");
+}
+
+std::string CompactProxyHook::SummaryForTrigger(Exchange& ex, const ProviderApi& api,
+                                                const ClientRequest& request, const std::string& id,
+                                                size_t end) {
+  CutDecision d;
+  d.cut = end;
+  d.messages = ItemMessages(api, request, 0, end);
+  if (d.messages.empty()) return "No earlier conversation.";
+  std::vector<Message> messages = d.messages;  // kept for the fallback
+  bool started = false;
+  // Its own job key: a trigger's summary is not the conversation's prefix summary.
+  auto job = conversations_.Start(id + "#compaction", WorkFor(ex, request, d, false), &started);
+  if (job.ok() && conversations_.Wait(*job, options_.summary_deadline_ms, [&ex] {
+        return ex.client_gone();
+      }) == Conversations::WaitEnd::kDone) {
+    if ((*job)->result().ok()) return *(*job)->result();
+  }
+  // Codex needs exactly one compaction item: the offline summary it is.
+  ex.record().extra.emplace_back("compactionFallback", "offline");
+  SummaryRequest req;
+  req.messages = messages;
+  auto offline = NewOfflineSummarizer()->Summarize(req);
+  return offline.ok() ? *offline : "The earlier conversation could not be summarized.";
+}
+
+// One request's compaction and overflow recovery.
+class CompactExchangeHook : public ExchangeHook {
+ public:
+  CompactExchangeHook(CompactProxyHook* owner, const ProviderApi* api, ClientRequest request,
+                      std::string id, bool answer_trigger)
+      : owner_(owner),
+        api_(api),
+        request_(std::move(request)),
+        id_(std::move(id)),
+        answer_trigger_(answer_trigger) {}
+
+  void BeforeForward(Exchange& ex) override;
+  HeadVerdict OnResponseHead(Exchange& ex, const ResponseHead& head) override;
+  EventVerdict OnEvent(Exchange& ex, const SseEvent& event) override;
+  BodyVerdict OnBody(Exchange& ex, std::string_view body) override;
+  bool wants_events() const override { return Observing(); }
+  void OnComplete(Exchange& ex) override;
+
+ private:
+  bool Observing() const {
+    const ForwardedCallback* f = owner_->options().on_forwarded;
+    return f != nullptr && static_cast<bool>(*f);
+  }
+  bool MayRetry(const Exchange& ex) const { return ex.attempt() < 2; }
+  // Adds x-compactor-compacted for the attempt the client gets (once: a
+  // dropped attempt's compaction is not reported).
+  void Report(Exchange& ex) {
+    released_ = true;
+    if (compacted_.empty()) return;
+    ex.AddResponseHeader("x-compactor-compacted", std::move(compacted_));
+    compacted_.clear();
+  }
+  void ExpandProxyItems();
+  void AnswerTrigger(Exchange& ex);
+  void Apply(Exchange& ex, CompactPlan plan);
+  void Explain(Exchange& ex, const Compaction& c);
+  // (The proxy counts the retried attempt in compactor_overflow_retries_total.)
+  BodyVerdict Overflowed() {
+    ++harder_;
+    return BodyVerdict::kRetry;
+  }
+
+  CompactProxyHook* owner_;
+  const ProviderApi* api_;
+  ClientRequest request_;
+  std::string id_;
+  bool answer_trigger_;
+  bool expanded_ = false;  // request_ is the client's body with the proxy's items expanded
+  int status_ = 0;
+  int harder_ = 0;  // overflow retries asked for
+  bool headers_added_ = false;
+  bool released_ = false;
+  std::string compacted_;  // the header value, until the response is released
+  std::unique_ptr<ProviderStreamParser> parser_;
+  std::optional<CompactPlan> applied_;
+  std::optional<std::string> local_summary_;
+  LlmUsage usage_;
+  bool usage_reported_ = false;
+};
+
+std::unique_ptr<ExchangeHook> CompactProxyHook::Begin(Exchange& ex) {
+  std::string_view api_name = ex.request().route.api;
+  if (api_name.empty() || ex.request().method != "POST") return nullptr;
+  const ProviderApi* api = FindProviderApi(api_name);
+  auto body = ex.DecodedBody();
+  if (api == nullptr || !body.ok()) return nullptr;
+  auto request = api->ReadClientRequest(std::string(*body));
+  if (!request.ok()) return nullptr;
+  bool trigger = EndsInCompactionTrigger(*request);
+  bool answer = false;
+  if (trigger) {
+    using RC = CompactHookOptions::RemoteCompaction;
+    answer =
+        options_.remote_compaction == RC::kProxy ||
+        (options_.remote_compaction == RC::kAuto &&
+         !(options_.upstream_url && UpstreamCompactsRemotely(options_.upstream_url(ex.request()))));
+  }
+  if (!answer && IsAuxiliaryRequest(*request)) return nullptr;
+  std::string id = ConversationId(*request, ex.request().headers);
+  return std::make_unique<CompactExchangeHook>(this, api, std::move(*request), std::move(id),
+                                               answer);
+}
+
+void CompactExchangeHook::ExpandProxyItems() {
+  std::string summary;
+  std::optional<std::string> body = ExpandProxyCompactions(request_, &summary);
+  if (!body) return;
+  auto expanded = api_->ReadClientRequest(std::move(*body));
+  if (!expanded.ok()) return;
+  request_ = std::move(*expanded);
+  expanded_ = true;
+}
+
+void CompactExchangeHook::AnswerTrigger(Exchange& ex) {
+  const size_t end = request_.items.size() - 1;  // the trigger is last
+  std::string summary = owner_->SummaryForTrigger(ex, *api_, request_, id_, end);
+  const int64_t before = EstimateRequestTokens(request_);
+  const int64_t after = SummaryMessageTokens(summary);
+  TriggerAnswer a = CompactionAnswer(request_, summary, before, id_.substr(0, 32));
+  ex.record().compacted = true;
+  ex.record().tokens_before = before;
+  ex.record().tokens_after = after;
+  ex.record().extra.emplace_back("compactionTrigger", "answered by the proxy");
+  ex.metrics().compactions().Add();
+  ex.AddResponseHeader("x-compactor-compacted", "tokens-before=" + std::to_string(before) +
+                                                    "; tokens-after=" + std::to_string(after));
+  local_summary_ = std::move(summary);
+  ex.Respond(200, std::move(a.headers), std::move(a.body));
+}
+
+void CompactExchangeHook::Apply(Exchange& ex, CompactPlan plan) {
+  ex.ReplaceBody(std::move(plan.body));
+  plan.body.clear();
+  ex.record().compacted = true;
+  ex.record().tokens_before = plan.tokens_before;
+  ex.record().tokens_after = plan.tokens_after;
+  compacted_ = "tokens-before=" + std::to_string(plan.tokens_before) +
+               "; tokens-after=" + std::to_string(plan.tokens_after);
+  ex.metrics().compactions().Add();
+  ex.metrics().tokens_saved().Add(plan.tokens_before - plan.tokens_after);
+  if (plan.reused) ex.metrics().summary_cache_hits().Add();
+  applied_ = std::move(plan);
+}
+
+// Why a request that needed compaction was not compacted: a failed summary
+// and a missed deadline every time, other reasons once per conversation.
+void CompactExchangeHook::Explain(Exchange& ex, const Compaction& c) {
+  if (c.why.empty()) return;
+  if (c.error) {
+    ex.record().extra.emplace_back("compactError", c.why);
+  } else if (c.every_time || owner_->conversations().FirstWarning(id_)) {
+    ex.record().extra.emplace_back("notCompacted", c.why);
+  }
+}
+
+void CompactExchangeHook::BeforeForward(Exchange& ex) {
+  if (!headers_added_) {
+    ex.AddResponseHeader("x-compactor-session", id_);
+    ex.record().session = id_;
+    headers_added_ = true;
+    if (api_->name() == "openai-responses") ExpandProxyItems();
+    if (answer_trigger_) {
+      AnswerTrigger(ex);
+      return;
+    }
+  }
+  if (ex.attempt() > 0 && harder_ == 0) return;  // a retry of something else
+  Compaction c = owner_->Compact(ex, *api_, request_, id_, harder_);
+  if (c.plan) {
+    Apply(ex, std::move(*c.plan));
+    return;
+  }
+  // Never worse than no proxy: without a compaction the request goes as the
+  // client sent it (with the proxy's own compaction items expanded).
+  if (expanded_ && ex.attempt() == 0) ex.ReplaceBody(request_.body);
+  Explain(ex, c);
+}
+
+HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead& head) {
+  status_ = head.status;
+  released_ = false;
+  parser_.reset();
+  const bool ok = head.status / 100 == 2;
+  const bool retry = MayRetry(ex);
+  if (ok && head.event_stream && (retry || Observing())) {
+    ModelConfig model;
+    model.api = std::string(api_->name());
+    model.model_id = request_.model;
+    parser_ = api_->NewStreamParser(model);
+  }
+  if (retry && (head.status >= 400 || parser_ != nullptr)) return HeadVerdict::kHold;
+  Report(ex);
+  // The store's seam wants the usage of a whole (non-stream) answer.
+  if (ok && !head.event_stream && Observing()) return HeadVerdict::kHold;
+  return HeadVerdict::kRelay;
+}
+
+EventVerdict CompactExchangeHook::OnEvent(Exchange& ex, const SseEvent& event) {
+  if (parser_ == nullptr) {
+    Report(ex);
+    return EventVerdict::kRelease;
+  }
+  StreamEventInfo info = parser_->OnEvent(event.name, event.data);
+  if (info.usage_reported) {
+    usage_ = info.usage;
+    usage_reported_ = true;
+  }
+  if (released_) return EventVerdict::kRelease;  // observing only
+  if (info.error && info.overflow.overflow && MayRetry(ex)) {
+    Overflowed();
+    return EventVerdict::kRetry;
+  }
+  // Hold back only what precedes the first content-bearing event.
+  if (info.content_started || info.error || info.complete) {
+    Report(ex);
+    return EventVerdict::kRelease;
+  }
+  return EventVerdict::kContinue;
+}
+
+BodyVerdict CompactExchangeHook::OnBody(Exchange& ex, std::string_view body) {
+  if (status_ >= 400 && MayRetry(ex)) {
+    ProviderError err = api_->ReadError(status_, body);
+    if (err.overflow.overflow) return Overflowed();
+  }
+  if (status_ / 100 == 2 && Observing()) {
+    ModelConfig model;
+    model.api = std::string(api_->name());
+    model.model_id = request_.model;
+    auto parsed = api_->ParseResponse(model, body);
+    if (parsed.ok()) {
+      usage_ = parsed->usage;
+      usage_reported_ = true;
+    }
+  }
+  Report(ex);
+  return BodyVerdict::kRelease;
+}
+
+void CompactExchangeHook::OnComplete(Exchange& ex) {
+  if (!Observing()) return;
+  ForwardedExchange f;
+  f.conversation_id = id_;
+  f.api = std::string(api_->name());
+  f.model = request_.model;
+  f.target = ex.request().target;
+  if (!local_summary_) f.sent_body = ex.forwarded_body();
+  f.status = ex.record().status;
+  f.usage = usage_;
+  f.usage_reported = usage_reported_;
+  f.compaction = applied_;
+  f.local_compaction = local_summary_;
+  (*owner_->options().on_forwarded)(f);
+}
+
+}  // namespace
+
+std::shared_ptr<ProxyHook> NewCompactHook(CompactHookOptions options) {
+  return std::make_shared<CompactProxyHook>(std::move(options));
+}
+
+}  // namespace compactor::serve

@@ -1,0 +1,220 @@
+#include "serve/compact_plan.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "serve/upstream_summarizer.h"
+
+namespace compactor::serve {
+namespace {
+
+// The lead-in of the summary message (the same wording the library uses for
+// compaction summaries in the context; the <summary> tags are what models key on).
+constexpr std::string_view kLeadIn =
+    "Earlier messages of this conversation were compacted into this summary:\n\n<summary>\n";
+constexpr std::string_view kLeadOut = "\n</summary>";
+
+// FNV-1a 64: a stable in-process hash for conversation ids (not security).
+uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string Hex(uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<size_t>(i)] = kDigits[v & 15];
+  return out;
+}
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// The valid cut that keeps at most `keep` tokens of recent items (the
+// smallest such cut), else the largest valid cut; 0 when there is none.
+size_t ChooseCut(const ClientRequest& request, const std::vector<size_t>& cuts, int64_t keep,
+                 size_t at_least) {
+  const size_t n = request.items.size();
+  for (size_t c : cuts) {
+    if (c >= at_least && request.ItemTokens(c, n) <= keep) return c;
+  }
+  return cuts.empty() || cuts.back() < at_least ? 0 : cuts.back();
+}
+
+// System and tools: what no compaction changes.
+int64_t FixedTokens(const ClientRequest& request) {
+  return EstimateRequestTokens(request) - request.ItemTokens(0, request.items.size());
+}
+
+}  // namespace
+
+int64_t BuiltinContextWindow(std::string_view model) {
+  struct Family {
+    std::string_view prefix;
+    int64_t window;
+  };
+  static constexpr Family kFamilies[] = {
+      {"claude", 200'000}, {"gpt-4.1", 1'047'576}, {"gpt-5", 400'000},    {"o3", 200'000},
+      {"o4", 200'000},     {"gpt-4o", 128'000},    {"gemini", 1'048'576},
+  };
+  for (const Family& f : kFamilies) {
+    if (StartsWith(model, f.prefix)) return f.window;
+  }
+  return 0;
+}
+
+std::string ConversationId(const ClientRequest& request, const HeaderList& headers) {
+  for (std::string_view name : {"x-claude-code-session-id", "session-id", "session_id"}) {
+    std::string_view v = HeaderValue(headers, name);
+    if (!v.empty()) return std::string(v);
+  }
+  auto key = request.hints.find("prompt_cache_key");
+  if (key != request.hints.end() && !key->second.empty()) return key->second;
+  uint64_t h = Fnv1a(request.api);
+  h = Fnv1a(request.Text(request.system), h);
+  h = Fnv1a(request.Text(request.tools), h);
+  if (!request.items.empty()) h = Fnv1a(request.Text(request.items.front()), h);
+  return "h-" + Hex(h);
+}
+
+bool IsAuxiliaryRequest(const ClientRequest& request) { return request.tools.empty(); }
+
+int64_t EstimateRequestTokens(const ClientRequest& request) {
+  return EstimateTextTokens(request.Text(request.system)) +
+         EstimateTextTokens(request.Text(request.tools)) +
+         request.ItemTokens(0, request.items.size());
+}
+
+size_t MatchedPrefix(const ClientRequest& request, const ConversationSummary& prior) {
+  if (prior.prefix.size() >= request.items.size()) return 0;
+  for (size_t i = 0; i < prior.prefix.size(); ++i) {
+    if (!SameIgnoringCacheControl(prior.prefix[i], request.Text(request.items[i]))) return 0;
+  }
+  return prior.prefix.size();
+}
+
+std::vector<Message> ItemMessages(const ProviderApi& api, const ClientRequest& request,
+                                  size_t begin, size_t end) {
+  std::vector<Message> out;
+  for (size_t i = begin; i < end; ++i) {
+    for (const std::string& json : api.ClientItemMessages(request, i)) {
+      auto m = ParseMessage(json);
+      if (m.ok()) out.push_back(std::move(*m));
+    }
+  }
+  return out;
+}
+
+std::string SummaryMessageText(std::string_view summary) {
+  return std::string(kLeadIn) + std::string(summary) + std::string(kLeadOut);
+}
+
+int64_t SummaryMessageTokens(std::string_view summary) {
+  return EstimateTextTokens(kLeadIn) + EstimateTextTokens(summary) + EstimateTextTokens(kLeadOut);
+}
+
+std::optional<CutDecision> DecideCut(const ProviderApi& api, const ClientRequest& request,
+                                     const PlanInput& input, std::string* why) {
+  const size_t n = request.items.size();
+  CutDecision d;
+  d.tokens_before = EstimateRequestTokens(request);
+  const int64_t fixed = FixedTokens(request);
+  if (!input.force && d.tokens_before <= input.threshold) {
+    *why = "under the threshold";
+    return std::nullopt;
+  }
+  const size_t matched = input.prior ? MatchedPrefix(request, *input.prior) : 0;
+  std::vector<size_t> cuts = ValidCuts(request);
+  // The cached summary as is, while the kept part fits (same bytes: the
+  // upstream's prompt cache keeps hitting).
+  if (matched > 0 && !input.force && std::binary_search(cuts.begin(), cuts.end(), matched) &&
+      fixed + SummaryMessageTokens(input.prior->summary) + request.ItemTokens(matched, n) <=
+          input.threshold) {
+    d.cut = matched;
+    d.reuse = true;
+    return d;
+  }
+  size_t cut = ChooseCut(request, cuts, input.keep_recent_tokens, matched);
+  const bool update = matched > 0 && cut >= matched;
+  if (!update) cut = ChooseCut(request, cuts, input.keep_recent_tokens, 0);
+  if (cut == 0 || (update && cut == matched && !input.force)) {
+    *why = "no valid cut point";
+    return std::nullopt;
+  }
+  // The no-loop guard before any summary is written: even an empty summary
+  // leaves system, tools and the kept items over the threshold.
+  if (!input.force && fixed + request.ItemTokens(cut, n) > input.threshold) {
+    *why = "compaction cannot bring the request under the threshold";
+    return std::nullopt;
+  }
+  d.cut = cut;
+  d.from = update ? matched : 0;
+  d.messages = ItemMessages(api, request, d.from, cut);
+  if (d.messages.empty() && !update) {
+    *why = "nothing to summarize before the cut";
+    return std::nullopt;
+  }
+  if (update) d.previous = input.prior->summary;
+  return d;
+}
+
+Result<std::optional<CompactPlan>> FinishPlan(const ProviderApi& api, const ClientRequest& request,
+                                              const PlanInput& input, const CutDecision& decision,
+                                              std::string summary, std::string* why) {
+  const size_t n = request.items.size();
+  CompactPlan plan;
+  plan.cut = decision.cut;
+  plan.reused = decision.reuse;
+  plan.tokens_before = decision.tokens_before;
+  plan.summary = std::move(summary);
+  plan.tokens_after =
+      FixedTokens(request) + SummaryMessageTokens(plan.summary) + request.ItemTokens(plan.cut, n);
+  // The no-loop guard: never compact when it cannot get under the threshold
+  // (overflow recovery only asks for a smaller request).
+  if ((!input.force && plan.tokens_after > input.threshold) ||
+      plan.tokens_after >= plan.tokens_before) {
+    *why = "compaction cannot bring the request under the threshold";
+    return std::optional<CompactPlan>();
+  }
+  ClientRewrite rewrite;
+  rewrite.cut = plan.cut;
+  rewrite.summary = SummaryMessageText(plan.summary);
+  COMPACTOR_ASSIGN_OR_RETURN(plan.body, api.RewriteClientRequest(request, rewrite));
+  return std::optional<CompactPlan>(std::move(plan));
+}
+
+Result<std::optional<CompactPlan>> PlanCompaction(const ProviderApi& api,
+                                                  const ClientRequest& request,
+                                                  const Summarizer& summarizer,
+                                                  const PlanInput& input, std::string* why,
+                                                  int64_t summarizer_window) {
+  std::optional<CutDecision> d = DecideCut(api, request, input, why);
+  if (!d) return std::optional<CompactPlan>();
+  std::string summary;
+  if (d->reuse) {
+    summary = input.prior->summary;
+  } else if (d->messages.empty()) {
+    summary = d->previous;  // nothing new before the cut
+  } else {
+    SummaryRequest req;
+    req.kind = d->previous.empty() ? SummaryKind::kHistory : SummaryKind::kUpdate;
+    req.messages = d->messages;
+    req.previous_summary = d->previous;
+    COMPACTOR_ASSIGN_OR_RETURN(summary, SummarizeWithin(summarizer, req, summarizer_window));
+  }
+  return FinishPlan(api, request, input, *d, std::move(summary), why);
+}
+
+ConversationSummary SummaryOf(const ClientRequest& request, size_t cut, std::string summary) {
+  ConversationSummary s;
+  s.prefix.reserve(cut);
+  for (size_t i = 0; i < cut && i < request.items.size(); ++i) {
+    s.prefix.emplace_back(request.Text(request.items[i]));
+  }
+  s.summary = std::move(summary);
+  return s;
+}
+
+}  // namespace compactor::serve

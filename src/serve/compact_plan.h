@@ -1,0 +1,126 @@
+// Deciding a proxy compaction (docs/serve.md, "Compaction in the proxy"):
+// which conversation a request belongs to, pi's estimate of its input, where
+// to cut, and the rewritten body once the summary is known. Pure functions:
+// the summary itself is written elsewhere (summary_jobs.h runs it, once per
+// conversation at a time), so that deciding never waits on a model.
+//
+// Thread safety: every function is pure.
+#ifndef COMPACTOR_SRC_SERVE_COMPACT_PLAN_H_
+#define COMPACTOR_SRC_SERVE_COMPACT_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compactor/client_request.h"
+#include "compactor/message.h"
+#include "compactor/provider_api.h"
+#include "compactor/status.h"
+#include "compactor/summarizer.h"
+#include "serve/http_util.h"
+
+namespace compactor::serve {
+
+// The context window assumed for `model` when nothing configures it: a small
+// table of model families (Claude 200k, GPT-4.1 1M, GPT-5 400k, GPT-4o 128k,
+// o3/o4 200k, Gemini 1M); 0 for any other model (unknown: no proactive
+// compaction, overflow recovery only).
+int64_t BuiltinContextWindow(std::string_view model);
+
+// The conversation's identity: the client's id (headers
+// x-claude-code-session-id, session-id, session_id; the body's
+// prompt_cache_key), else "h-" + a hash of the system part, the tools and
+// the first item.
+std::string ConversationId(const ClientRequest& request, const HeaderList& headers);
+
+// Whether a request is auxiliary (titles, quota checks): no tools.
+bool IsAuxiliaryRequest(const ClientRequest& request);
+
+// Pi's estimate of the request's input: system + tools + items.
+int64_t EstimateRequestTokens(const ClientRequest& request);
+
+// What the proxy remembers of a compacted conversation: the items its
+// summary replaced (raw JSON, compared ignoring cache_control) and the
+// summary text (identical bytes are reused while the prefix matches).
+struct ConversationSummary {
+  std::vector<std::string> prefix;
+  std::string summary;
+};
+
+// How many leading items of `request` equal `prior` (ignoring
+// cache_control); 0 when the request is not longer than the prefix.
+size_t MatchedPrefix(const ClientRequest& request, const ConversationSummary& prior);
+
+// The text of the message that carries `summary` in a rewritten request:
+// a lead-in, then the summary inside <summary> tags.
+std::string SummaryMessageText(std::string_view summary);
+// Estimated tokens of that message.
+int64_t SummaryMessageTokens(std::string_view summary);
+
+// Items [begin, end) of `request` as pi messages, for a summarizer.
+std::vector<Message> ItemMessages(const ProviderApi& api, const ClientRequest& request,
+                                  size_t begin, size_t end);
+
+struct PlanInput {
+  int64_t threshold = 0;
+  int64_t keep_recent_tokens = 0;
+  // Compact even under the threshold (overflow recovery, or preparing a
+  // summary ahead), as long as the result is smaller than the request.
+  bool force = false;
+  const ConversationSummary* prior = nullptr;  // may be null
+};
+
+// Where to cut and what the summary must cover, before any summary is
+// written.
+struct CutDecision {
+  size_t cut = 0;
+  int64_t tokens_before = 0;
+  // The prior summary covers exactly [0, cut) and the rest fits: reuse it.
+  bool reuse = false;
+  // Otherwise: summarize items [from, cut), folded into `previous` (the
+  // prior summary when from > 0, else empty).
+  size_t from = 0;
+  std::string previous;
+  std::vector<Message> messages;
+};
+
+// The cut for `request`, or nullopt when none applies (`why` says why: under
+// the threshold, no valid cut, nothing to summarize, or the kept part alone
+// stays over the threshold: the no-loop guard, checked before any summary
+// is written).
+std::optional<CutDecision> DecideCut(const ProviderApi& api, const ClientRequest& request,
+                                     const PlanInput& input, std::string* why);
+
+struct CompactPlan {
+  size_t cut = 0;
+  std::string summary;
+  std::string body;  // the rewritten request body
+  int64_t tokens_before = 0;
+  int64_t tokens_after = 0;
+  bool reused = false;  // the cached summary was reused as is
+};
+
+// The rewritten request once `summary` covers [0, decision.cut), or nullopt
+// (with `why`) when the result would not be under the threshold or not
+// smaller than the request (the no-loop guard). Errors are the rewriter's.
+Result<std::optional<CompactPlan>> FinishPlan(const ProviderApi& api, const ClientRequest& request,
+                                              const PlanInput& input, const CutDecision& decision,
+                                              std::string summary, std::string* why);
+
+// DecideCut, the summary written by `summarizer` within `summarizer_window`
+// tokens (0 = unbounded; see SummarizeWithin), then FinishPlan. Errors are
+// the summarizer's and the rewriter's.
+Result<std::optional<CompactPlan>> PlanCompaction(const ProviderApi& api,
+                                                  const ClientRequest& request,
+                                                  const Summarizer& summarizer,
+                                                  const PlanInput& input, std::string* why,
+                                                  int64_t summarizer_window = 0);
+
+// The items [0, cut) of `request` as the prefix a summary replaces.
+ConversationSummary SummaryOf(const ClientRequest& request, size_t cut, std::string summary);
+
+}  // namespace compactor::serve
+
+#endif  // COMPACTOR_SRC_SERVE_COMPACT_PLAN_H_

@@ -1,0 +1,340 @@
+// Compaction inside the proxy: planning on requests of the three APIs, the
+// summary cache, the no-loop guard, and end to end through the server in
+// front of the fake upstream (proactive compaction, response headers,
+// overflow recovery from HTTP errors and in-stream errors).
+#include "serve/compact_hook.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "compactor/mem_env.h"
+#include "serve/compact_requests.h"
+#include "serve/serve_fixture.h"
+
+namespace compactor::testing {
+namespace {
+
+using Json = nlohmann::json;
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+ClientRequest Read(std::string_view api, const Json& body) {
+  auto r = ReadClientRequest(api, body.dump());
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(*r) : ClientRequest{};
+}
+
+struct ApiCase {
+  const char* api;
+  Json (*make)(int, int);
+};
+
+class PlanCompactionTest : public ::testing::TestWithParam<ApiCase> {};
+
+TEST_P(PlanCompactionTest, CompactsOverTheThresholdKeepsTheNewestPairAndReusesTheSummary) {
+  const ApiCase c = GetParam();
+  const ProviderApi* api = FindProviderApi(c.api);
+  ASSERT_NE(api, nullptr);
+  ClientRequest req = Read(c.api, c.make(30, 120));
+  const int64_t before = serve::EstimateRequestTokens(req);
+  auto summarizer = NewOfflineSummarizer();
+  serve::PlanInput in;
+  in.threshold = before / 2;
+  in.keep_recent_tokens = before / 8;
+  std::string why;
+  auto plan = serve::PlanCompaction(*api, req, *summarizer, in, &why);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->has_value()) << why;
+  const serve::CompactPlan& p = **plan;
+  EXPECT_EQ(p.tokens_before, before);
+  EXPECT_LE(p.tokens_after, in.threshold);
+  EXPECT_TRUE(ValidateCut(req, p.cut).ok());
+
+  // The rewritten request reads back: fewer items, the newest call and
+  // result byte for byte, system and tools unchanged.
+  ClientRequest out = Read(c.api, Json::parse(p.body));
+  EXPECT_LT(out.items.size(), req.items.size());
+  EXPECT_EQ(out.Text(out.items.back()), req.Text(req.items.back()));
+  EXPECT_EQ(out.Text(out.items[out.items.size() - 2]), req.Text(req.items[req.items.size() - 2]));
+  EXPECT_EQ(out.Text(out.tools), req.Text(req.tools));
+  EXPECT_EQ(out.Text(out.system), req.Text(req.system));
+  EXPECT_NE(p.body.find("<summary>"), std::string::npos);
+  EXPECT_LE(serve::EstimateRequestTokens(out), p.tokens_after + 50);
+
+  // The next request of the conversation (one more turn) gets the same
+  // summary bytes.
+  serve::ConversationSummary prior;
+  for (size_t i = 0; i < p.cut; ++i) prior.prefix.emplace_back(req.Text(req.items[i]));
+  prior.summary = p.summary;
+  ClientRequest next = Read(c.api, c.make(31, 120));
+  in.prior = &prior;
+  auto again = serve::PlanCompaction(*api, next, *summarizer, in, &why);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(again->has_value()) << why;
+  EXPECT_TRUE((*again)->reused);
+  EXPECT_EQ((*again)->summary, p.summary);
+  EXPECT_EQ((*again)->cut, p.cut);
+}
+
+TEST_P(PlanCompactionTest, UnderTheThresholdNothingHappens) {
+  const ApiCase c = GetParam();
+  ClientRequest req = Read(c.api, c.make(3, 10));
+  auto summarizer = NewOfflineSummarizer();
+  serve::PlanInput in;
+  in.threshold = serve::EstimateRequestTokens(req) + 1;
+  in.keep_recent_tokens = 10;
+  std::string why;
+  auto plan = serve::PlanCompaction(*FindProviderApi(c.api), req, *summarizer, in, &why);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->has_value());
+}
+
+TEST_P(PlanCompactionTest, NoLoopGuardWhenCompactionCannotGetUnder) {
+  const ApiCase c = GetParam();
+  ClientRequest req = Read(c.api, c.make(30, 120));
+  auto summarizer = NewOfflineSummarizer();
+  serve::PlanInput in;
+  in.threshold = 10;  // system + tools + the newest pair alone exceed it
+  in.keep_recent_tokens = 5;
+  std::string why;
+  auto plan = serve::PlanCompaction(*FindProviderApi(c.api), req, *summarizer, in, &why);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->has_value());
+  EXPECT_NE(why.find("cannot"), std::string::npos) << why;
+}
+
+INSTANTIATE_TEST_SUITE_P(Apis, PlanCompactionTest,
+                         ::testing::Values(ApiCase{"anthropic", AnthropicRequest},
+                                           ApiCase{"openai-chat", ChatRequest},
+                                           ApiCase{"openai-responses", ResponsesRequest}),
+                         [](const auto& info) {
+                           std::string n = info.param.api;
+                           for (char& ch : n) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return n;
+                         });
+
+TEST(ConversationIdTest, ClientIdElseHashOfLeadingContent) {
+  ClientRequest a = Read("anthropic", AnthropicRequest(3, 10));
+  ClientRequest b = Read("anthropic", AnthropicRequest(4, 10));
+  EXPECT_EQ(serve::ConversationId(a, {{"X-Claude-Code-Session-Id", "abc"}}), "abc");
+  EXPECT_EQ(serve::ConversationId(a, {}), serve::ConversationId(b, {}));
+  EXPECT_EQ(serve::ConversationId(a, {}).substr(0, 2), "h-");
+  Json r = ResponsesRequest(2, 5);
+  r["prompt_cache_key"] = "key-1";
+  EXPECT_EQ(serve::ConversationId(Read("openai-responses", r), {}), "key-1");
+  EXPECT_FALSE(serve::IsAuxiliaryRequest(a));
+  Json aux = AnthropicRequest(1, 5);
+  aux.erase("tools");
+  EXPECT_TRUE(serve::IsAuxiliaryRequest(Read("anthropic", aux)));
+}
+
+class ServeCompactTest : public ServeFixture {};
+
+const Fields kAnthropicHeaders = {{"x-api-key", "dummy"},
+                                  {"anthropic-version", "2023-06-01"},
+                                  {"content-type", "application/json"}};
+
+TEST_F(ServeCompactTest, OverTheWindowTheUpstreamGetsASmallerRequest) {
+  StartProxy([](ServeOptions& o) {
+    o.context_window = 12000;
+    o.summarizer = "offline";
+  });
+  std::string body = AnthropicRequest(30, 120).dump();
+  auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_FALSE(res->Header("x-compactor-session").empty());
+  std::string compacted = res->Header("x-compactor-compacted");
+  EXPECT_EQ(compacted.rfind("tokens-before=", 0), 0u) << compacted;
+  ASSERT_EQ(upstream_.request_count(), 1u);
+  const UpstreamRecord up = upstream_.requests()[0];
+  EXPECT_LT(up.body.size(), body.size() / 2);
+  EXPECT_TRUE(up.Header("content-encoding").empty());
+  ClientRequest sent = Read("anthropic", Json::parse(up.body));
+  ClientRequest orig = Read("anthropic", Json::parse(body));
+  EXPECT_EQ(sent.Text(sent.items.back()), orig.Text(orig.items.back()));
+
+  // The next request of the conversation: the same summary bytes upstream.
+  std::string next = AnthropicRequest(31, 120).dump();
+  auto res2 = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, next);
+  ASSERT_TRUE(res2.has_value());
+  ASSERT_EQ(upstream_.request_count(), 2u);
+  ClientRequest sent2 = Read("anthropic", Json::parse(upstream_.requests()[1].body));
+  // The summary message is the first item after the cut in both.
+  EXPECT_EQ(Json::parse(sent2.Text(sent2.items.front())).dump(),
+            Json::parse(sent.Text(sent.items.front())).dump());
+}
+
+TEST_F(ServeCompactTest, UnderTheWindowTheRequestPassesByteForByte) {
+  StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
+  std::string body = AnthropicRequest(3, 10).dump();
+  auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(res->Header("x-compactor-compacted").empty());
+  ASSERT_EQ(upstream_.request_count(), 1u);
+  EXPECT_EQ(upstream_.requests()[0].body, body);
+}
+
+ScriptedReply OverflowReply() {
+  ScriptedReply r;
+  r.status = 400;
+  r.reason = "Bad Request";
+  r.headers = {{"content-type", "application/json"}};
+  r.pieces = {R"({"type":"error","error":{"type":"invalid_request_error",)"
+              R"("message":"prompt is too long: 250000 tokens > 200000 maximum"}})"};
+  return r;
+}
+
+TEST_F(ServeCompactTest, HttpOverflowIsRecoveredByCompactingAndRetrying) {
+  StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
+  upstream_.Push(OverflowReply());
+  std::string body = AnthropicRequest(30, 120).dump();  // under the built-in window
+  auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200) << res->body;
+  ASSERT_EQ(upstream_.request_count(), 2u);
+  EXPECT_EQ(upstream_.requests()[0].body, body);
+  EXPECT_LT(upstream_.requests()[1].body.size(), body.size());
+  int compacted_headers = 0;
+  for (const auto& [name, value] : res->headers)
+    compacted_headers += name == "x-compactor-compacted";
+  EXPECT_EQ(compacted_headers, 1);
+}
+
+TEST_F(ServeCompactTest, OverflowRecoveryGivesUpAfterTwoRetries) {
+  StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
+  for (int i = 0; i < 3; ++i) upstream_.Push(OverflowReply());
+  std::string body = AnthropicRequest(30, 120).dump();
+  auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("prompt is too long"), std::string::npos);
+  EXPECT_EQ(upstream_.request_count(), 3u);
+}
+
+TEST_F(ServeCompactTest, InStreamOverflowBeforeContentIsRetried) {
+  StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
+  ScriptedReply r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  r.pieces = {
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+      "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\","
+      "\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+      "\"message\":\"prompt is too long: 250000 tokens > 200000 maximum\"}}\n\n"};
+  upstream_.Push(r);
+  Json req = AnthropicRequest(30, 120);
+  req["stream"] = true;
+  std::string body = req.dump();
+  auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body.find("prompt is too long"), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("message_stop"), std::string::npos) << res->body;
+  ASSERT_EQ(upstream_.request_count(), 2u);
+  EXPECT_LT(upstream_.requests()[1].body.size(), body.size());
+}
+
+TEST(ServeSettingsTest, SummaryDeadlineRemoteCompactionAndSummarizerModels) {
+  auto env = NewMemEnv();
+  env->SetFile("/s.json", R"({"serve": {"summaryDeadlineMs": 1500, "remoteCompaction": "proxy"},
+    "models": {"small": {"provider": "openai-chat", "baseUrl": "http://127.0.0.1:9/v1",
+                         "model": "m", "contextWindow": 8000}}})");
+  ServeOptions o;
+  o.env = env.get();
+  o.upstream = "http://127.0.0.1:9";
+  o.store = "/store";
+  o.settings_file = "/s.json";
+  o.summarizer = "small";
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(ResolveServeDefaults(&o, &warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(o.summary_deadline_ms, 1500);
+  EXPECT_EQ(o.remote_compaction, "proxy");
+  ASSERT_EQ(o.summarizer_models.size(), 1u);
+  EXPECT_EQ(o.summarizer_models[0].context_window, 8000);
+  for (const char* bad : {R"({"serve": {"summaryDeadlineMs": -1}})",
+                          R"({"serve": {"remoteCompaction": "sometimes"}})"}) {
+    env->SetFile("/s.json", bad);
+    ServeOptions b;
+    b.env = env.get();
+    b.upstream = "http://127.0.0.1:9";
+    b.store = "/store";
+    b.settings_file = "/s.json";
+    Status s = ResolveServeDefaults(&b, &warnings);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(BuiltinContextWindowTest, KnownFamiliesElseUnknown) {
+  EXPECT_EQ(serve::BuiltinContextWindow("claude-sonnet-4-5"), 200'000);
+  EXPECT_EQ(serve::BuiltinContextWindow("gpt-5-codex"), 400'000);
+  EXPECT_EQ(serve::BuiltinContextWindow("gpt-4o-mini"), 128'000);
+  // Unknown: no proactive compaction (overflow recovery only).
+  EXPECT_EQ(serve::BuiltinContextWindow("fake-model"), 0);
+  EXPECT_EQ(serve::BuiltinContextWindow("local-model"), 0);
+}
+
+TEST_F(ServeCompactTest, AnUnknownModelIsNeverCompactedProactively) {
+  StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
+  Json req = AnthropicRequest(60, 1000);  // ~ 200k tokens: over any built-in threshold
+  req["model"] = "local-model";
+  std::string body = req.dump();
+  auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_TRUE(res->Header("x-compactor-compacted").empty());
+  ASSERT_EQ(upstream_.request_count(), 1u);
+  EXPECT_EQ(upstream_.requests()[0].body, body);
+}
+
+// The store's seam: after each request the hook joined, what was sent
+// upstream, the usage and the compaction made.
+TEST_F(ServeCompactTest, OnForwardedSeesWhatWasSentTheUsageAndTheCompaction) {
+  std::mutex mu;
+  std::vector<serve::ForwardedExchange> seen;
+  StartProxy(
+      [](ServeOptions& o) {
+        o.context_window = 12000;
+        o.summarizer = "offline";
+      },
+      [&](serve::Server& s) {
+        s.set_on_forwarded([&](const serve::ForwardedExchange& f) {
+          std::lock_guard<std::mutex> lock(mu);
+          seen.push_back(f);
+        });
+      });
+  for (bool stream : {false, true}) {
+    Json req = AnthropicRequest(30, 120);
+    req["stream"] = stream;
+    auto res = Fetch(port_, "POST", "/v1/messages", kAnthropicHeaders, req.dump());
+    ASSERT_TRUE(res.has_value());
+    EXPECT_EQ(res->status, 200);
+  }
+  WaitLogs(2);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const serve::ForwardedExchange& f = seen[i];
+    EXPECT_EQ(f.api, "anthropic");
+    EXPECT_EQ(f.model, "claude-sonnet-4-5");
+    EXPECT_EQ(f.target, "/v1/messages");
+    EXPECT_EQ(f.status, 200);
+    EXPECT_FALSE(f.conversation_id.empty());
+    EXPECT_EQ(f.sent_body, upstream_.requests()[i].body);
+    ASSERT_TRUE(f.compaction.has_value());
+    EXPECT_GT(f.compaction->tokens_before, f.compaction->tokens_after);
+    EXPECT_FALSE(f.compaction->summary.empty());
+    EXPECT_TRUE(f.usage_reported) << i;
+    EXPECT_GT(f.usage.input, 0) << i;
+  }
+  EXPECT_TRUE(seen[1].compaction->reused);
+}
+
+}  // namespace
+}  // namespace compactor::testing
