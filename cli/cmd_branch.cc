@@ -1,10 +1,9 @@
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "commands.h"
 #include "common.h"
 #include "compactor/branch.h"
+#include "compactor/report.h"
 
 namespace compactor::cli {
 namespace {
@@ -72,26 +71,7 @@ void RegisterBranch(CLI::App& app) {
       return;
     }
     if (args->json) {
-      nlohmann::ordered_json j;
-      j["noop"] = r->noop;
-      j["written"] = !r->noop && !args->dry_run;
-      j["oldLeafId"] = r->old_leaf_id;
-      j["targetId"] = r->target_id;
-      j["newLeafId"] = r->new_leaf_id;
-      j["commonAncestorId"] = r->common_ancestor_id.empty()
-                                  ? nlohmann::ordered_json(nullptr)
-                                  : nlohmann::ordered_json(r->common_ancestor_id);
-      j["entriesSummarized"] = r->entries_summarized;
-      j["summary"] =
-          r->summary.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r->summary);
-      j["editorText"] = r->editor_text.empty() ? nlohmann::ordered_json(nullptr)
-                                               : nlohmann::ordered_json(r->editor_text);
-      j["readFiles"] = r->read_files;
-      j["modifiedFiles"] = r->modified_files;
-      j["appended"] = nlohmann::ordered_json::array();
-      for (const std::string& line : r->appended)
-        j["appended"].push_back(nlohmann::ordered_json::parse(line, nullptr, false));
-      Print(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+      Print(BranchResultJson(*r, args->dry_run) + "\n");
       return;
     }
     if (r->noop) {

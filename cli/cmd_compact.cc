@@ -1,12 +1,11 @@
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "commands.h"
 #include "common.h"
 #include "compactor/compact.h"
 #include "compactor/model_input.h"
 #include "compactor/provider_api.h"
+#include "compactor/report.h"
 #include "compactor/strategy.h"
 
 namespace compactor::cli {
@@ -27,40 +26,6 @@ struct CompactArgs {
   bool dry_run = false;
   bool json = false;
 };
-
-nlohmann::ordered_json ResultJson(const CompactionResult& r, bool dry_run) {
-  nlohmann::ordered_json j;
-  j["strategy"] = r.strategy;
-  j["compacted"] = r.compacted;
-  j["written"] = r.compacted && !dry_run;
-  j["skippedReason"] = r.skipped_reason.empty() ? nlohmann::ordered_json(nullptr)
-                                                : nlohmann::ordered_json(r.skipped_reason);
-  j["entryId"] =
-      r.entry_id.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.entry_id);
-  j["firstKeptEntryId"] = r.first_kept_entry_id.empty()
-                              ? nlohmann::ordered_json(nullptr)
-                              : nlohmann::ordered_json(r.first_kept_entry_id);
-  j["messagesSummarized"] = r.messages_summarized;
-  j["turnPrefixMessages"] = r.turn_prefix_messages;
-  j["isSplitTurn"] = r.split_turn;
-  j["tokensBefore"] = r.tokens_before;
-  j["tokensAfter"] = r.tokens_after;
-  j["summarizedTokens"] = r.summarized_tokens;
-  j["ineffective"] = r.ineffective;
-  j["fromHook"] = r.from_hook;
-  if (r.kept_user_messages) j["keptUserMessageCount"] = *r.kept_user_messages;
-  if (r.masked_outputs) j["maskedOutputs"] = *r.masked_outputs;
-  j["outputPath"] = r.output_path.empty() ? nlohmann::ordered_json(nullptr)
-                                          : nlohmann::ordered_json(r.output_path);
-  j["readFiles"] = r.read_files;
-  j["modifiedFiles"] = r.modified_files;
-  j["summary"] = r.summary;
-  j["entry"] = r.entry_json.empty() ? nlohmann::ordered_json(nullptr)
-                                    : nlohmann::ordered_json::parse(r.entry_json, nullptr, false);
-  j["hookErrors"] = r.hook_errors;
-  j["durationMs"] = r.duration_ms;
-  return j;
-}
 
 // "summary (default), user-prompts, notes, handoff, mask": the registered names.
 std::string StrategyHelp() {
@@ -167,9 +132,7 @@ void RegisterCompact(CLI::App& app) {
       return;
     }
     if (args->json) {
-      Print(ResultJson(*r, args->dry_run)
-                .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
-            "\n");
+      Print(CompactionResultJson(*r, args->dry_run) + "\n");
       return;
     }
     std::string out;

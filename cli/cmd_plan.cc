@@ -13,6 +13,7 @@
 #include "common.h"
 #include "compactor/js_json.h"
 #include "compactor/prepare.h"
+#include "compactor/report.h"
 #include "compactor/settings.h"
 
 namespace compactor::cli {
@@ -25,50 +26,6 @@ struct PlanArgs {
   bool json = false;
   bool pi_quirks = false;
 };
-
-void AppendStringArray(std::string& out, const std::vector<std::string>& v) {
-  out += '[';
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    AppendJsString(out, v[i]);
-  }
-  out += ']';
-}
-
-std::string PlanJson(const PrepareResult& r) {
-  std::string out = "{\"estimatedTokens\":{\"heuristicSum\":";
-  AppendJsNumber(out, static_cast<double>(r.estimate.heuristic_sum));
-  out += ",\"contextEstimate\":";
-  AppendJsNumber(out, r.estimate.tokens);
-  out += ",\"usageTokens\":";
-  AppendJsNumber(out, r.estimate.usage_tokens);
-  out += ",\"trailingTokens\":";
-  AppendJsNumber(out, static_cast<double>(r.estimate.trailing_tokens));
-  out += "},\"preparation\":";
-  if (!r.preparation) {
-    out += "null}\n";
-    return out;
-  }
-  const CompactionPreparation& p = *r.preparation;
-  out += "{\"firstKeptEntryId\":";
-  AppendJsString(out, p.first_kept_entry_id);
-  out += ",\"isSplitTurn\":";
-  out += p.is_split_turn ? "true" : "false";
-  out += ",\"messagesToSummarize\":";
-  AppendJsNumber(out, static_cast<double>(p.messages_to_summarize.size()));
-  out += ",\"turnPrefixMessages\":";
-  AppendJsNumber(out, static_cast<double>(p.turn_prefix_messages.size()));
-  out += ",\"tokensBefore\":";
-  AppendJsNumber(out, p.tokens_before);
-  out += ",\"readFiles\":";
-  AppendStringArray(out, p.file_lists.read_files);
-  out += ",\"modifiedFiles\":";
-  AppendStringArray(out, p.file_lists.modified_files);
-  out += ",\"hasPreviousSummary\":";
-  out += p.previous_summary ? "true" : "false";
-  out += "}}\n";
-  return out;
-}
 
 std::string N(double v) { return JsNumber(v); }
 
@@ -204,7 +161,7 @@ void RegisterPlan(CLI::App& app) {
       ExitCode() = Fail(result.status());
       return;
     }
-    Print(args->json ? PlanJson(*result) : PlanWords(**session, *result));
+    Print(args->json ? PlanJson(*result) + "\n" : PlanWords(**session, *result));
   });
 }
 

@@ -1,12 +1,10 @@
 #include <fmt/format.h>
 
-#include <map>
-#include <nlohmann/json.hpp>
-
 #include "commands.h"
 #include "common.h"
 #include "compactor/context.h"
 #include "compactor/estimate.h"
+#include "compactor/report.h"
 
 namespace compactor::cli {
 namespace {
@@ -16,11 +14,6 @@ struct StatsArgs {
   std::string leaf;
   bool json = false;
 };
-
-nlohmann::ordered_json Number(double v) {
-  if (v == static_cast<double>(static_cast<int64_t>(v))) return static_cast<int64_t>(v);
-  return v;
-}
 
 }  // namespace
 
@@ -41,75 +34,27 @@ void RegisterStats(CLI::App& app) {
     }
     const Session& s = *loaded->session;
     const SessionContext* ctx = &loaded->context;
-    std::map<std::string, int64_t> by_type, by_role;
-    int64_t compactions = 0, branch_summaries = 0;
-    for (const Entry& e : s.entries()) {
-      by_type[std::string(e.type_name)]++;
-      if (e.type == EntryType::kMessage) by_role[std::string(e.role_name)]++;
-      if (e.type == EntryType::kCompaction) compactions++;
-      if (e.type == EntryType::kBranchSummary) branch_summaries++;
-    }
-    auto children = s.Children();
-    int64_t branch_points = 0, leaves = 0;
-    for (const auto& c : children) {
-      if (c.size() > 1) branch_points++;
-      if (c.empty()) leaves++;
-    }
-    int64_t path_compactions = 0;
-    for (size_t i : ctx->path)
-      if (s.entry(i).type == EntryType::kCompaction) path_compactions++;
-    ContextEstimate est = EstimateContextTokens(s, ctx->messages, TokenCounter());
-
-    nlohmann::ordered_json j;
-    j["file"] = s.path();
-    j["sessionId"] = s.header().id;
-    j["versionOnDisk"] = s.header().version;
-    j["migrated"] = s.migrated();
-    j["entries"] = s.size();
-    j["entriesByType"] = by_type;
-    j["messagesByRole"] = by_role;
-    j["roots"] = s.Roots().size();
-    j["branchPoints"] = branch_points;
-    j["leaves"] = leaves;
-    j["leafId"] =
-        ctx->leaf_id ? nlohmann::ordered_json(*ctx->leaf_id) : nlohmann::ordered_json(nullptr);
-    j["pathLength"] = ctx->path.size();
-    j["compactions"] = compactions;
-    j["compactionsOnPath"] = path_compactions;
-    j["branchSummaries"] = branch_summaries;
-    j["contextMessages"] = ctx->messages.size();
-    j["thinkingLevel"] = ctx->thinking_level;
-    j["model"] = ctx->model ? nlohmann::ordered_json{{"provider", ctx->model->provider},
-                                                     {"modelId", ctx->model->model_id}}
-                            : nlohmann::ordered_json(nullptr);
-    j["name"] = s.Name() ? nlohmann::ordered_json(*s.Name()) : nlohmann::ordered_json(nullptr);
-    j["estimatedTokens"] = {
-        {"heuristicSum", est.heuristic_sum},
-        {"contextEstimate", Number(est.tokens)},
-        {"usageTokens", Number(est.usage_tokens)},
-        {"trailingTokens", est.trailing_tokens},
-        {"lastUsageIndex", est.last_usage_index ? nlohmann::ordered_json(*est.last_usage_index)
-                                                : nlohmann::ordered_json(nullptr)}};
-    j["warnings"] = s.warnings().size();
     if (args->json) {
-      Print(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+      Print(StatsJson(s, *ctx) + "\n");
       return;
     }
+    const SessionStats st = ComputeSessionStats(s, *ctx);
+    const ContextEstimate& est = st.estimate;
     std::string out;
     out += fmt::format("file            {}\n", s.path());
     out += fmt::format("session         {} (format v{}{})\n", s.header().id, s.header().version,
                        s.migrated() ? ", migrated in memory" : "");
     if (s.Name()) out += fmt::format("name            {}\n", *s.Name());
     out += fmt::format("entries         {}\n", s.size());
-    for (const auto& [t, n] : by_type) out += fmt::format("  {:<22}{}\n", t, n);
+    for (const auto& [t, n] : st.entries_by_type) out += fmt::format("  {:<22}{}\n", t, n);
     out += "messages by role\n";
-    for (const auto& [r, n] : by_role) out += fmt::format("  {:<22}{}\n", r, n);
+    for (const auto& [r, n] : st.messages_by_role) out += fmt::format("  {:<22}{}\n", r, n);
     out += fmt::format("tree            {} root(s), {} branch point(s), {} leaves\n",
-                       s.Roots().size(), branch_points, leaves);
+                       s.Roots().size(), st.branch_points, st.leaves);
     out += fmt::format("leaf            {} (path of {} entries)\n", ctx->leaf_id.value_or("(none)"),
                        ctx->path.size());
-    out +=
-        fmt::format("compactions     {} ({} on the active path)\n", compactions, path_compactions);
+    out += fmt::format("compactions     {} ({} on the active path)\n", st.compactions,
+                       st.compactions_on_path);
     out += fmt::format("context         {} messages, thinking {}, model {}\n", ctx->messages.size(),
                        ctx->thinking_level,
                        ctx->model ? ctx->model->provider + "/" + ctx->model->model_id : "(none)");

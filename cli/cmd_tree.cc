@@ -7,6 +7,7 @@
 #include "compactor/context.h"
 #include "compactor/js_json.h"
 #include "compactor/message.h"
+#include "compactor/report.h"
 
 namespace compactor::cli {
 namespace {
@@ -73,81 +74,6 @@ std::string Describe(const Session& s, size_t i, size_t width) {
   return "";
 }
 
-// `tree --json`, version 2 of that contract (docs/cli.md): one flat object per
-// entry in file order, linked by parentId, so no output nests deeper than
-// three levels however long the session is (version 1 nested one level per
-// entry, which JSON tools refuse on long sessions).
-void PrintTreeJson(const Session& s, const SessionContext& ctx,
-                   const std::unordered_set<size_t>& active,
-                   const std::vector<std::vector<size_t>>& children) {
-  constexpr size_t kNone = static_cast<size_t>(-1);
-  std::vector<size_t> parent(s.size(), kNone);
-  for (size_t i = 0; i < children.size(); ++i)
-    for (size_t c : children[i]) parent[c] = i;
-  // The compaction in effect for the active path, and the entries it summarizes.
-  std::optional<size_t> in_effect;
-  std::unordered_set<size_t> summarized;
-  if (ctx.compaction_path_index) {
-    in_effect = ctx.path[*ctx.compaction_path_index];
-    std::string_view kept = s.entry(*in_effect).first_kept_entry_id;
-    std::vector<size_t> before;
-    for (size_t k = 0; k < *ctx.compaction_path_index; ++k) {
-      if (s.entry(ctx.path[k]).id == kept) {
-        summarized.insert(before.begin(), before.end());  // only a kept entry found bounds them
-        break;
-      }
-      before.push_back(ctx.path[k]);
-    }
-  }
-  // Written directly, in pieces of about 1 MiB: a document object as large
-  // as the session would cost memory for nothing, and nlohmann's destructor
-  // allocates (out of memory inside it terminates the process).
-  std::string out = "{\"version\":2,\"leafId\":";
-  if (ctx.leaf_id) {
-    AppendJsString(out, *ctx.leaf_id);
-  } else {
-    out += "null";
-  }
-  out += ",\"entries\":[";
-  for (size_t i = 0; i < s.size(); ++i) {
-    const Entry& e = s.entry(i);
-    out += i == 0 ? "{\"id\":" : ",{\"id\":";
-    AppendJsString(out, e.id);
-    out += ",\"parentId\":";
-    if (parent[i] == kNone) {
-      out += "null";
-    } else {
-      AppendJsString(out, s.entry(parent[i]).id);
-    }
-    out += ",\"type\":";
-    AppendJsString(out, e.type_name);
-    if (e.type == EntryType::kMessage) {
-      out += ",\"role\":";
-      AppendJsString(out, e.role_name);
-    }
-    if (auto l = s.LabelOf(e.id)) {
-      out += ",\"label\":";
-      AppendJsString(out, *l);
-    }
-    out += active.count(i) > 0 ? ",\"active\":true" : ",\"active\":false";
-    if (summarized.count(i) > 0) out += ",\"summarized\":true";
-    if (e.type == EntryType::kCompaction) {
-      out += ",\"compaction\":{\"firstKeptEntryId\":";
-      AppendJsString(out, e.first_kept_entry_id);
-      out += ",\"tokensBefore\":";
-      AppendJsNumber(out, e.tokens_before);
-      out += in_effect == i ? ",\"inEffect\":true}" : ",\"inEffect\":false}";
-    }
-    out += '}';
-    if (out.size() > (1 << 20)) {
-      Print(out);
-      out.clear();
-    }
-  }
-  out += "]}\n";
-  Print(out);
-}
-
 }  // namespace
 
 void RegisterTree(CLI::App& app) {
@@ -168,14 +94,14 @@ void RegisterTree(CLI::App& app) {
     }
     const Session& s = *loaded->session;
     const SessionContext* ctx = &loaded->context;
+    if (args->json) {
+      WriteTreeJson(s, *ctx, [](std::string_view piece) { Print(piece); });
+      Print("\n");
+      return;
+    }
     std::unordered_set<size_t> active(ctx->path.begin(), ctx->path.end());
     auto children = s.Children();
     const size_t width = static_cast<size_t>(std::max(args->width, 10));
-
-    if (args->json) {
-      PrintTreeJson(s, *ctx, active, children);
-      return;
-    }
 
     // Depth-first; indentation grows only at branch points so long linear
     // sessions stay readable.

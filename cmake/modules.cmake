@@ -41,6 +41,12 @@ compactor_module(NAME session
   USES status env util
   EXPORTS message_observer.h
   PUBLIC_DEPENDS simdjson::simdjson)
+# Sessions by id: the store `compactor serve` records into and serves
+# (docs/api.md); the directory of pi session files now, a database later.
+compactor_module(NAME store
+  HEADERS store.h
+  USES status env util session
+  DEPENDS nlohmann_json::nlohmann_json)
 compactor_module(NAME context
   HEADERS context.h
   USES status session util
@@ -83,6 +89,12 @@ compactor_module(NAME providers
 compactor_module(NAME compact
   HEADERS compact.h branch.h
   USES status env util session context tokens policy prepare summarize prune strategies settings)
+# The JSON shapes of the CLI's --json output, shared by the CLI and the
+# service API of `compactor serve` (one builder, not copies).
+compactor_module(NAME report
+  HEADERS report.h
+  USES status util session context tokens prepare strategies compact
+  DEPENDS nlohmann_json::nlohmann_json)
 compactor_module(NAME runtime
   HEADERS runtime.h
   USES status env util session context tokens policy summarize prune strategies settings compact
@@ -102,7 +114,8 @@ compactor_module(NAME eval
 compactor_module(NAME serve
   LIBRARY compactor_serve
   HEADERS serve.h
-  USES status env util session context tokens policy summarize strategies settings compact providers
+  USES status env util session store context tokens policy prepare summarize strategies settings
+    compact report providers
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json compactor_curl_headers PkgConfig::SERVE_CODECS
   PUBLIC_DEPENDS PkgConfig::HTTPLIB)
 # Test-only code: the sample corpus, the PCRE2 reference pre-tokenizer, the

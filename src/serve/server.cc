@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "compactor/env.h"
+#include "serve/api.h"
 #include "serve/compact_hook.h"
 #include "serve/content_encoding.h"
 
@@ -203,7 +204,13 @@ namespace {
 class ServeServerImpl final : public ServeServer {
  public:
   explicit ServeServerImpl(ServeOptions options) : server_(std::move(options)) {}
-  Status Start() { return server_.Start(); }
+  // The service must not go while requests run: the server stops first.
+  ~ServeServerImpl() override { server_.Shutdown(); }
+  Status Start() {
+    COMPACTOR_ASSIGN_OR_RETURN(service_,
+                               serve::SessionService::Install(server_, server_.options()));
+    return server_.Start();
+  }
   std::string host() const override { return server_.host(); }
   int port() const override { return server_.port(); }
   std::string url() const override { return server_.url(); }
@@ -211,6 +218,7 @@ class ServeServerImpl final : public ServeServer {
 
  private:
   serve::Server server_;
+  std::unique_ptr<serve::SessionService> service_;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "support/fake_upstream.h"
 #include "support/http_client.h"
+#include "support/test_util.h"
 
 namespace compactor::testing {
 namespace {
@@ -33,8 +34,9 @@ TEST(ServeCli, PrintsTheListeningLineAndDrainsOnSigterm) {
   r.piece_delay = 150ms;
   upstream.Push(r);
   ServeProcess p;
+  TempDir store;  // serve creates and records into its store
   ASSERT_TRUE(p.Start(COMPACTOR_CLI_PATH, {"serve", "--listen", "127.0.0.1:0", "--upstream",
-                                           upstream.url(), "--store", "/nonexistent-store"}));
+                                           upstream.url(), "--store", store.path()}));
   EXPECT_EQ(p.listening_line(), "listening on http://127.0.0.1:" + std::to_string(p.port()));
   RawClient c;
   ASSERT_TRUE(c.Connect(p.port()));
@@ -98,9 +100,10 @@ TEST(ServeCli, AnAddressInUseIsAnError) {
   FakeUpstream upstream;
   ASSERT_TRUE(upstream.Start());
   ServeProcess p;
+  TempDir store;  // not the default one in $HOME
   EXPECT_FALSE(p.Start(COMPACTOR_CLI_PATH,
                        {"serve", "--listen", "127.0.0.1:" + std::to_string(upstream.port()),
-                        "--upstream", upstream.url()}));
+                        "--upstream", upstream.url(), "--store", store.path()}));
   EXPECT_EQ(p.Wait(10s), 1);
   EXPECT_NE(p.err().find("cannot listen on"), std::string::npos) << p.err();
 }

@@ -1,0 +1,134 @@
+// A store of pi sessions addressed by their session id (the header's `id`),
+// what `compactor serve` records proxied conversations into and serves
+// through its service API (docs/api.md). Two kinds are planned: the
+// directory of pi session files (NewDirectoryStore, the default, embedded)
+// and a database shared by many servers; both implement SessionStore, so the
+// service and the recorder never see which one they use.
+//
+// Every write keeps the write protocol of session files (docs/reliability.md):
+// appends are whole lines under the session's sidecar lock, new sessions and
+// rewrites are atomic replacements; nothing is ever truncated.
+//
+// Thread safety: a SessionStore may be used from any number of threads at
+// once. A Session returned by Load belongs to the caller.
+#ifndef COMPACTOR_INCLUDE_COMPACTOR_STORE_H_
+#define COMPACTOR_INCLUDE_COMPACTOR_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compactor/env.h"
+#include "compactor/session.h"
+#include "compactor/status.h"
+
+namespace compactor {
+
+// What the session list shows of a session.
+struct StoredSessionInfo {
+  std::string id;    // the header's id
+  std::string path;  // where it lives (a file path for the directory store)
+  // The session's name (its last session_info entry), else the text of its
+  // first user message (one line, at most 200 bytes), else "".
+  std::string title;
+  bool named = false;            // `title` is a name, not a first prompt
+  uint64_t size_bytes = 0;       // as stored
+  size_t entries = 0;            // entries after the header
+  int64_t last_activity_ms = 0;  // the newest entry's timestamp, else the file's mtime
+  bool read_only = false;        // served from a read-only source: writes are refused
+};
+
+struct StoreAppendOptions {
+  // fsync before returning (a batch of records is synced once).
+  bool sync = false;
+  // The number of entries the caller's copy of the session had when it
+  // computed the lines (Session::size()): when the session has another
+  // number now, nothing is written and the answer is kFailedPrecondition
+  // ("changed since it was read"). nullopt: append whatever the session holds.
+  std::optional<size_t> expected_entries;
+};
+
+class SessionStore {
+ public:
+  virtual ~SessionStore() = default;
+  SessionStore(const SessionStore&) = delete;
+  SessionStore& operator=(const SessionStore&) = delete;
+
+  // Every session, newest activity first.
+  virtual Result<std::vector<StoredSessionInfo>> List() = 0;
+  // One session's line of the list. kNotFound for an unknown id.
+  virtual Result<StoredSessionInfo> Info(std::string_view id) = 0;
+  // Whether writes to the session are refused (it comes from a read-only
+  // source). kNotFound for an unknown id.
+  virtual Result<bool> ReadOnly(std::string_view id) = 0;
+  // The whole session, loaded. kNotFound for an unknown id; load errors as
+  // Session::Open.
+  virtual Result<std::unique_ptr<Session>> Load(std::string_view id,
+                                                const LoadOptions& options = {}) = 0;
+  // A new writable session: a v3 header with the id `id` (empty: a fresh
+  // UUIDv7; otherwise 1..128 characters of A-Z a-z 0-9 . _ - not starting
+  // with '.', and not taken) and `cwd`, followed by `lines` (complete entry
+  // lines without newlines), durable when this returns. Returns the id.
+  // kInvalidArgument for a bad id, kFailedPrecondition for a taken one.
+  virtual Result<std::string> Create(std::string_view id, std::string_view cwd,
+                                     const std::vector<std::string>& lines) = 0;
+  // A new writable session holding `jsonl` as it is (a whole session file
+  // whose header has an id no stored session has). Returns its id.
+  // kInvalidArgument when it is not a session; kFailedPrecondition when the
+  // id exists.
+  virtual Result<std::string> Import(std::string_view jsonl) = 0;
+  // Appends complete entry lines (without newlines). kNotFound, or
+  // kFailedPrecondition for a read-only session or one changed since the
+  // caller read it (options.expected_entries).
+  virtual Status Append(std::string_view id, const std::vector<std::string>& lines,
+                        const StoreAppendOptions& options = {}) = 0;
+  // Replaces the whole session with `jsonl` (same header id), keeping what
+  // other writers append meanwhile. Errors as Append.
+  virtual Status Replace(std::string_view id, std::string_view jsonl,
+                         std::optional<size_t> expected_entries) = 0;
+
+  // The conversation index of the recorder (serve): which session records
+  // the proxied conversation `conversation` (any string a client uses to
+  // name it). Durable when SetConversation returns; survives restarts.
+  // FindConversation: nullopt when the conversation is not known.
+  virtual Status SetConversation(std::string_view conversation, std::string_view session_id) = 0;
+  virtual std::optional<std::string> FindConversation(std::string_view conversation) = 0;
+
+ protected:
+  SessionStore() = default;
+};
+
+struct DirectoryStoreOptions {
+  // The writable directory: new sessions are created here (mode 0600), and
+  // every pi session file under it, recursively, is a writable session.
+  // Created when missing. Empty: no writable directory (Create fails).
+  std::string dir;
+  // More directories whose session files are served read-only.
+  std::vector<std::string> read_only_dirs;
+  // How deep directories are searched (symlinked directories are followed,
+  // so a loop ends here).
+  int max_depth = 8;
+  Env* env = nullptr;  // null = Env::Default()
+};
+
+// The directory store: a session is a `*.jsonl` file whose first line is a
+// pi session header; its id is the header's `id`. The index (id -> file) is
+// built when the store opens and kept current: by the store's own writes,
+// and by a new scan whenever an id is not found and on every List (a scan
+// reads only the first line of files it has not seen; a file whose identity
+// did not change is not read again). Names starting with '.' are skipped
+// (backups end in `.bak`, so they are not sessions). When two files have
+// the same id, the writable directory wins, then the first path in byte
+// order. The conversation index is the file `.compactor/conversations.jsonl`
+// of the writable directory (one {"conversation","session"} object a line,
+// appended; the last line of a conversation wins). Errors: the writable
+// directory cannot be created, the conversation index cannot be read.
+Result<std::unique_ptr<SessionStore>> NewDirectoryStore(const DirectoryStoreOptions& options);
+
+}  // namespace compactor
+
+#endif  // COMPACTOR_INCLUDE_COMPACTOR_STORE_H_

@@ -1,0 +1,481 @@
+#include "serve/api.h"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+
+#include "compactor/branch.h"
+#include "compactor/compact.h"
+#include "compactor/context.h"
+#include "compactor/estimate.h"
+#include "compactor/js_json.h"
+#include "compactor/llm_summarizer.h"
+#include "compactor/prepare.h"
+#include "compactor/report.h"
+#include "compactor/settings.h"
+#include "compactor/strategy.h"
+#include "compactor/summarizer.h"
+#include "compactor/writer.h"
+#include "serve/compact_hook.h"
+
+namespace compactor::serve {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kPrefix = "/compactor/v1";
+
+// A Status as the API's error: status code and error code (docs/api.md).
+void Fail(ServiceResponse& res, const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      return ServiceError(res, 404, "not_found", s.message());
+    case StatusCode::kInvalidArgument:
+      return ServiceError(res, 400, "invalid_argument", s.message());
+    case StatusCode::kCorruption:
+      return ServiceError(res, 422, "invalid_session", s.message());
+    case StatusCode::kFailedPrecondition:
+      return ServiceError(res, 409, "conflict", s.message());
+    case StatusCode::kUnavailable:
+      return ServiceError(res, 502, "summarizer_unavailable", s.message());
+    case StatusCode::kCancelled:
+      return ServiceError(res, 409, "cancelled", s.message());
+    case StatusCode::kResourceExhausted:
+      return ServiceError(res, 507, "resource_exhausted", s.message());
+    default:
+      return ServiceError(res, 500, "internal", s.message());
+  }
+}
+
+void Ok(ServiceResponse& res, std::string body, int status = 200) {
+  res.status = status;
+  res.content_type = "application/json";
+  res.body = std::move(body);
+}
+
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// The request's parameters: the query string, then (for a JSON object
+// body) the body's members; the query wins.
+class Params {
+ public:
+  // kInvalidArgument when a non-empty body is not a JSON object.
+  static Result<Params> Of(const ServiceRequest& req, bool body_has_params) {
+    Params p(req);
+    if (body_has_params && !req.body.empty()) {
+      p.body_ = Json::parse(req.body, nullptr, false);
+      if (!p.body_.is_object())
+        return Status::InvalidArgument("the body must be a JSON object of parameters");
+    }
+    return p;
+  }
+  std::optional<std::string> Get(const std::string& name) const {
+    auto it = req_->params.find(name);
+    if (it != req_->params.end()) return it->second;
+    if (body_.is_object() && body_.contains(name)) {
+      const Json& v = body_[name];
+      if (v.is_string()) return v.get<std::string>();
+      return Dump(v);
+    }
+    return std::nullopt;
+  }
+  std::string Str(const std::string& name) const { return Get(name).value_or(""); }
+  Result<bool> Bool(const std::string& name) const {
+    auto v = Get(name);
+    if (!v || *v == "false" || *v == "0") return false;
+    if (*v == "true" || *v == "1" || v->empty()) return true;
+    return Status::InvalidArgument(name + ": expected true or false, got \"" + *v + "\"");
+  }
+  Result<std::optional<int64_t>> Int(const std::string& name) const {
+    auto v = Get(name);
+    if (!v) return std::optional<int64_t>();
+    try {
+      size_t used = 0;
+      int64_t n = std::stoll(*v, &used);
+      if (used == v->size()) return std::optional<int64_t>(n);
+    } catch (...) {  // std::stoll's invalid_argument / out_of_range
+    }
+    return Status::InvalidArgument(name + ": expected an integer, got \"" + *v + "\"");
+  }
+
+ private:
+  explicit Params(const ServiceRequest& req) : req_(&req) {}
+  const ServiceRequest* req_;
+  Json body_;
+};
+
+// The settings with the request's overrides (the CLI's settings options).
+Result<CompactionSettings> SettingsFor(CompactionSettings s, const Params& p) {
+  COMPACTOR_ASSIGN_OR_RETURN(auto keep, p.Int("keepRecentTokens"));
+  COMPACTOR_ASSIGN_OR_RETURN(auto reserve, p.Int("reserveTokens"));
+  COMPACTOR_ASSIGN_OR_RETURN(auto window, p.Int("contextWindow"));
+  if (keep) s.keep_recent_tokens = *keep;
+  if (reserve) s.reserve_tokens = *reserve;
+  if (window) s.context_window = *window;
+  COMPACTOR_RETURN_IF_ERROR(ValidateSettings(s));
+  return s;
+}
+
+Result<std::unique_ptr<Summarizer>> SummarizerFor(const std::string& name,
+                                                  const std::vector<ModelConfig>& models,
+                                                  int64_t reserve_tokens) {
+  if (name.empty() || name == "offline") return NewOfflineSummarizer();
+  auto candidates = ResolveCandidates(models, name);
+  if (!candidates.ok())
+    return Status::InvalidArgument("summarizer: " + candidates.status().message());
+  LlmSummarizerOptions o;
+  o.candidates = std::move(candidates).value();
+  o.reserve_tokens = reserve_tokens;
+  return NewLlmSummarizer(std::move(o));
+}
+
+std::string IsoOf(int64_t ms) {
+  // NowIsoTimestamp formats the clock of an Env; a fixed clock formats `ms`.
+  class At : public EnvWrapper {
+   public:
+    At(int64_t ms) : EnvWrapper(Env::Default()), ms_(ms) {}
+    int64_t NowMs() override { return ms_; }
+
+   private:
+    int64_t ms_;
+  } at(ms);
+  return NowIsoTimestamp(&at);
+}
+
+Json InfoJson(const StoredSessionInfo& i) {
+  Json j;
+  j["id"] = i.id;
+  j["path"] = i.path;
+  j["name"] = i.named ? Json(i.title) : Json(nullptr);
+  j["firstPrompt"] = !i.named && !i.title.empty() ? Json(i.title) : Json(nullptr);
+  j["sizeBytes"] = i.size_bytes;
+  j["entries"] = i.entries;
+  j["lastActivity"] = IsoOf(i.last_activity_ms);
+  j["readOnly"] = i.read_only;
+  return j;
+}
+
+// Entries posted to .../entries, completed: an id where none is given, a
+// parentId chaining them onto the leaf, a timestamp.
+Result<std::vector<std::string>> CompleteEntries(const Session& s, const std::string& body,
+                                                 Env* env, std::vector<std::string>* ids) {
+  Json posted = Json::parse(body, nullptr, false);
+  if (posted.is_discarded()) return Status::InvalidArgument("the body is not JSON");
+  if (posted.is_object()) posted = Json::array({posted});
+  if (!posted.is_array() || posted.empty())
+    return Status::InvalidArgument("the body must be a pi entry object or a non-empty array");
+  std::optional<size_t> leaf = s.Leaf();
+  std::string parent = leaf ? std::string(s.entry(*leaf).id) : "";
+  std::vector<std::string> lines;
+  for (Json& e : posted) {
+    if (!e.is_object() || !e.contains("type") || !e["type"].is_string())
+      return Status::InvalidArgument("every entry is an object with a string \"type\"");
+    if (e["type"] == "session") return Status::InvalidArgument("a session header is not an entry");
+    if (!e.contains("id")) e["id"] = NewEntryId(s, *ids, env);
+    if (!e["id"].is_string()) return Status::InvalidArgument("an entry's \"id\" is a string");
+    std::string id = e["id"].get<std::string>();
+    if (s.Find(id) || std::find(ids->begin(), ids->end(), id) != ids->end())
+      return Status::InvalidArgument("entry id " + id + " exists");
+    if (!e.contains("parentId")) e["parentId"] = parent.empty() ? Json(nullptr) : Json(parent);
+    if (!e.contains("timestamp")) e["timestamp"] = NowIsoTimestamp(env);
+    ids->push_back(id);
+    parent = id;
+    lines.push_back(Dump(e));
+  }
+  return lines;
+}
+
+}  // namespace
+
+SessionService::~SessionService() = default;
+
+Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
+                                                                const ServeOptions& options) {
+  std::unique_ptr<SessionService> svc(new SessionService());
+  svc->env_ = EnvOrDefault(options.env);
+  if (!options.settings_file.empty()) {
+    COMPACTOR_ASSIGN_OR_RETURN(LoadedSettings loaded,
+                               LoadSettingsFile(options.settings_file, {}, svc->env_));
+    svc->settings_ = loaded.settings;
+    COMPACTOR_ASSIGN_OR_RETURN(std::string text, svc->env_->ReadFile(options.settings_file));
+    auto models = ParseModelConfigs(text);
+    if (models.ok()) svc->models_ = std::move(models).value();
+  }
+  DirectoryStoreOptions so;
+  so.dir = options.store;
+  so.read_only_dirs = options.sessions;
+  so.env = svc->env_;
+  COMPACTOR_ASSIGN_OR_RETURN(svc->store_, NewDirectoryStore(so));
+  RecorderOptions ro;
+  ro.store = svc->store_.get();
+  ro.env = svc->env_;
+  ro.on_error = [](const Status& s) {
+    std::fprintf(stderr, "compactor: warning: recording: %s\n", s.message().c_str());
+  };
+  svc->recorder_ = std::make_unique<ConversationRecorder>(std::move(ro));
+  svc->hook_ = std::make_shared<RecordingHook>(svc->recorder_.get());
+  server.proxy().AddHook(svc->hook_);
+  // The compaction hook reports what it forwarded: its compaction becomes
+  // the recorded session's compaction entry.
+  server.set_on_forwarded([](const ForwardedExchange& f) {
+    if (!f.compaction) return;
+    RecordingHook::NoteCompactionOnThisThread(f.compaction->cut, f.compaction->summary,
+                                              static_cast<double>(f.compaction->tokens_before),
+                                              f.compaction->tokens_after);
+  });
+  svc->Register(server.router());
+  return svc;
+}
+
+void SessionService::Register(ServiceRouter& router) {
+  auto bind = [this](void (SessionService::*fn)(const ServiceRequest&, ServiceResponse&)) {
+    return [this, fn](const ServiceRequest& req, ServiceResponse& res) { (this->*fn)(req, res); };
+  };
+  const std::string s = std::string(kPrefix) + "/sessions";
+  router.Add("GET", s, bind(&SessionService::List));
+  router.Add("GET", s + "/{id}", bind(&SessionService::Stats));
+  router.Add("GET", s + "/{id}/context", bind(&SessionService::Context));
+  router.Add("GET", s + "/{id}/tree", bind(&SessionService::Tree));
+  router.Add("GET", s + "/{id}/plan", bind(&SessionService::Plan));
+  router.Add("POST", s + "/{id}/compact", bind(&SessionService::Compact));
+  router.Add("POST", s + "/{id}/entries", bind(&SessionService::Entries));
+  router.Add("POST", s + "/{id}/branch", bind(&SessionService::Branch));
+  router.Add("POST", std::string(kPrefix) + "/compact", bind(&SessionService::CompactStateless));
+}
+
+void SessionService::List(const ServiceRequest& /*req*/, ServiceResponse& res) {
+  auto list = store_->List();
+  if (!list.ok()) return Fail(res, list.status());
+  Json sessions = Json::array();
+  for (const StoredSessionInfo& i : *list) sessions.push_back(InfoJson(i));
+  Ok(res, Dump(Json{{"sessions", std::move(sessions)}}));
+}
+
+void SessionService::Stats(const ServiceRequest& req, ServiceResponse& res) {
+  LoadOptions lo;
+  lo.message_observer = TokenEstimateObserver();
+  auto s = store_->Load(req.path_params.at("id"), lo);
+  if (!s.ok()) return Fail(res, s.status());
+  ContextOptions co;
+  if (auto leaf = req.params.find("leaf"); leaf != req.params.end()) co.leaf_id = leaf->second;
+  auto ctx = BuildSessionContext(**s, co);
+  if (!ctx.ok()) return Fail(res, ctx.status());
+  Ok(res, StatsJson(**s, *ctx));
+}
+
+void SessionService::Context(const ServiceRequest& req, ServiceResponse& res) {
+  auto s = store_->Load(req.path_params.at("id"));
+  if (!s.ok()) return Fail(res, s.status());
+  ContextOptions co;
+  if (auto leaf = req.params.find("leaf"); leaf != req.params.end()) co.leaf_id = leaf->second;
+  if (auto expand = req.params.find("expand");
+      expand != req.params.end() && expand->second != "false")
+    co.expander = StrategyExpander();
+  auto ctx = BuildSessionContext(**s, co);
+  if (!ctx.ok()) return Fail(res, ctx.status());
+  Ok(res, ContextToJson(*ctx));
+}
+
+void SessionService::Tree(const ServiceRequest& req, ServiceResponse& res) {
+  auto s = store_->Load(req.path_params.at("id"));
+  if (!s.ok()) return Fail(res, s.status());
+  ContextOptions co;
+  if (auto leaf = req.params.find("leaf"); leaf != req.params.end()) co.leaf_id = leaf->second;
+  auto ctx = BuildSessionContext(**s, co);
+  if (!ctx.ok()) return Fail(res, ctx.status());
+  Ok(res, TreeJson(**s, *ctx));
+}
+
+void SessionService::Plan(const ServiceRequest& req, ServiceResponse& res) {
+  auto p = Params::Of(req, false);
+  if (!p.ok()) return Fail(res, p.status());
+  auto settings = SettingsFor(settings_, *p);
+  if (!settings.ok()) return Fail(res, settings.status());
+  PrepareOptions po;
+  po.settings = *settings;
+  if (auto leaf = p->Get("leaf")) po.leaf_id = *leaf;
+  LoadOptions lo;
+  if (!po.settings.tokenizer) lo.message_observer = TokenEstimateObserver();
+  auto s = store_->Load(req.path_params.at("id"), lo);
+  if (!s.ok()) return Fail(res, s.status());
+  auto r = PrepareCompaction(**s, po);
+  if (!r.ok()) return Fail(res, r.status());
+  Ok(res, PlanJson(*r));
+}
+
+namespace {
+
+// Refuses writes to a read-only session: 403 read_only. False when `res` is set.
+bool Writable(SessionStore& store, const std::string& id, ServiceResponse& res) {
+  auto ro = store.ReadOnly(id);
+  if (!ro.ok()) {
+    Fail(res, ro.status());
+    return false;
+  }
+  if (*ro) {
+    ServiceError(res, 403, "read_only",
+                 "session " + id + " is served read-only (--sessions); writes are refused");
+    return false;
+  }
+  return true;
+}
+
+// Records a computed compaction in the store as CompactFile records it in a
+// file: an appended entry, a new session (handoff), or a replacement (mask),
+// each refused when the session changed since it was read (409 conflict).
+Status RecordCompaction(SessionStore& store, const std::string& id, const Session& s,
+                        ComputedCompaction& c) {
+  switch (c.result.output) {
+    case CompactionOutput::kAppendEntry: {
+      StoreAppendOptions ao;
+      ao.expected_entries = s.size();
+      return store.Append(id, {c.result.entry_json}, ao);
+    }
+    case CompactionOutput::kNewSession: {
+      COMPACTOR_ASSIGN_OR_RETURN(std::string new_id, store.Import(c.new_session_jsonl));
+      COMPACTOR_ASSIGN_OR_RETURN(StoredSessionInfo info, store.Info(new_id));
+      c.result.output_path = info.path;
+      return Status::Ok();
+    }
+    case CompactionOutput::kRewriteFile:
+      return store.Replace(id, c.rewritten_jsonl, s.size());
+  }
+  return Status::Internal("unknown compaction output");
+}
+
+// CompactOptions from the request's parameters (the CLI's compact options).
+Status FillCompactOptions(const Params& p, const CompactionSettings& base,
+                          const std::vector<ModelConfig>& models, CompactOptions* o,
+                          std::unique_ptr<Summarizer>* summarizer) {
+  COMPACTOR_ASSIGN_OR_RETURN(o->settings, SettingsFor(base, p));
+  if (auto name = p.Get("strategy"); name && !name->empty()) {
+    COMPACTOR_ASSIGN_OR_RETURN(o->strategy, ParseStrategy(*name));
+  }
+  COMPACTOR_ASSIGN_OR_RETURN(
+      *summarizer, SummarizerFor(p.Str("summarizer"), models, o->settings.reserve_tokens));
+  o->summarizer = summarizer->get();
+  o->instructions = p.Str("instructions");
+  if (auto leaf = p.Get("leaf")) o->leaf_id = *leaf;
+  COMPACTOR_ASSIGN_OR_RETURN(o->only_if_needed, p.Bool("ifNeeded"));
+  COMPACTOR_ASSIGN_OR_RETURN(o->dry_run, p.Bool("dryRun"));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void SessionService::Compact(const ServiceRequest& req, ServiceResponse& res) {
+  const std::string& id = req.path_params.at("id");
+  auto p = Params::Of(req, true);
+  if (!p.ok()) return Fail(res, p.status());
+  CompactOptions o;
+  std::unique_ptr<Summarizer> summarizer;
+  Status filled = FillCompactOptions(*p, settings_, models_, &o, &summarizer);
+  if (!filled.ok()) return Fail(res, filled);
+  o.env = env_;
+  if (!o.dry_run && !Writable(*store_, id, res)) return;
+  LoadOptions lo;
+  lo.message_observer = TokenEstimateObserver();
+  auto s = store_->Load(id, lo);
+  if (!s.ok()) return Fail(res, s.status());
+  auto c = ComputeCompaction(**s, o);
+  if (!c.ok()) return Fail(res, c.status());
+  if (c->result.compacted && !o.dry_run) {
+    Status recorded = RecordCompaction(*store_, id, **s, *c);
+    if (!recorded.ok()) return Fail(res, recorded);
+  }
+  Ok(res, CompactionResultJson(c->result, o.dry_run));
+}
+
+void SessionService::Entries(const ServiceRequest& req, ServiceResponse& res) {
+  const std::string& id = req.path_params.at("id");
+  if (!Writable(*store_, id, res)) return;
+  auto s = store_->Load(id);
+  if (!s.ok()) return Fail(res, s.status());
+  std::vector<std::string> ids;
+  auto lines = CompleteEntries(**s, req.body, env_, &ids);
+  if (!lines.ok()) return Fail(res, lines.status());
+  StoreAppendOptions ao;
+  ao.expected_entries = (*s)->size();
+  Status appended = store_->Append(id, *lines, ao);
+  if (!appended.ok()) return Fail(res, appended);
+  Ok(res, Dump(Json{{"ids", ids}}), 201);
+}
+
+void SessionService::Branch(const ServiceRequest& req, ServiceResponse& res) {
+  const std::string& id = req.path_params.at("id");
+  auto p = Params::Of(req, true);
+  if (!p.ok()) return Fail(res, p.status());
+  BranchOptions o;
+  o.target_id = p->Str("to");
+  if (o.target_id.empty()) return ServiceError(res, 400, "invalid_argument", "\"to\" is required");
+  if (auto from = p->Get("from")) o.from_leaf = *from;
+  auto summarize = p->Bool("summarize");
+  auto replace = p->Bool("replaceInstructions");
+  auto dry_run = p->Bool("dryRun");
+  auto window = p->Int("contextWindow");
+  auto reserve = p->Int("reserveTokens");
+  for (const Status& st : {summarize.status(), replace.status(), dry_run.status(), window.status(),
+                           reserve.status()}) {
+    if (!st.ok()) return Fail(res, st);
+  }
+  o.summarize = *summarize;
+  o.replace_instructions = *replace;
+  o.dry_run = *dry_run;
+  if (*window) o.context_window = **window;
+  if (*reserve) o.reserve_tokens = **reserve;
+  o.instructions = p->Str("instructions");
+  o.label = p->Str("label");
+  o.env = env_;
+  auto summarizer = SummarizerFor(p->Str("summarizer"), models_, o.reserve_tokens);
+  if (!summarizer.ok()) return Fail(res, summarizer.status());
+  o.summarizer = summarizer->get();
+  if (!o.dry_run && !Writable(*store_, id, res)) return;
+  auto s = store_->Load(id);
+  if (!s.ok()) return Fail(res, s.status());
+  auto r = ComputeBranch(**s, o);
+  if (!r.ok()) return Fail(res, r.status());
+  if (!r->noop && !o.dry_run && !r->appended.empty()) {
+    StoreAppendOptions ao;
+    ao.expected_entries = (*s)->size();
+    Status appended = store_->Append(id, r->appended, ao);
+    if (!appended.ok()) return Fail(res, appended);
+  }
+  Ok(res, BranchResultJson(*r, o.dry_run));
+}
+
+void SessionService::CompactStateless(const ServiceRequest& req, ServiceResponse& res) {
+  auto p = Params::Of(req, false);
+  if (!p.ok()) return Fail(res, p.status());
+  CompactOptions o;
+  std::unique_ptr<Summarizer> summarizer;
+  Status filled = FillCompactOptions(*p, settings_, models_, &o, &summarizer);
+  if (!filled.ok()) return Fail(res, filled);
+  o.dry_run = true;  // stores nothing, whatever was asked
+  o.env = env_;
+  LoadOptions lo;
+  lo.message_observer = TokenEstimateObserver();
+  auto s = Session::FromString(req.body, "the request body", lo);
+  if (!s.ok()) return Fail(res, s.status());
+  auto c = ComputeCompaction(**s, o);
+  if (!c.ok()) return Fail(res, c.status());
+  std::unique_ptr<Session> after;
+  if (c->result.compacted) {
+    auto a = SessionAfterCompaction(**s, *c);
+    if (!a.ok()) return Fail(res, a.status());
+    after = std::move(a).value();
+  }
+  const Session& shown = after ? *after : **s;
+  ContextOptions co;
+  // The new session of a handoff starts its own path; otherwise the leaf
+  // asked for (the appended entry follows it).
+  if (c->result.compacted && c->result.output == CompactionOutput::kAppendEntry)
+    co.leaf_id = c->result.entry_id;
+  else if (o.leaf_id && !after)
+    co.leaf_id = o.leaf_id;
+  auto ctx = BuildSessionContext(shown, co);
+  if (!ctx.ok()) return Fail(res, ctx.status());
+  Ok(res, "{\"compaction\":" + CompactionResultJson(c->result, true) +
+              ",\"context\":" + ContextToJson(*ctx) + "}");
+}
+
+}  // namespace compactor::serve

@@ -1,0 +1,439 @@
+#include "serve/recorder.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <utility>
+
+#include "compactor/js_json.h"
+#include "compactor/writer.h"
+#include "serve/http_util.h"
+
+namespace compactor::serve {
+namespace {
+
+// FNV-1a: a stable hash (the same key after a restart), not a secure one.
+uint64_t Fnv1a(uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// A compaction reported for the exchange the worker thread is completing
+// (RecordingHook::NoteCompactionOnThisThread).
+thread_local std::optional<RecordedCompaction> t_thread_compaction;
+
+bool IsRecordedRoute(std::string_view label) {
+  return label == "/v1/messages" || label == "/v1/responses" || label == "/v1/chat/completions";
+}
+
+}  // namespace
+
+// What the recorder knows of a conversation's session: the active path as
+// written, so the next record needs no reading.
+struct ConversationRecorder::State {
+  struct PathEntry {
+    std::string id;
+    EntryType type = EntryType::kUnknown;
+    std::string message;              // kMessage: its JSON
+    std::string model;                // kModelChange
+    std::string summary, first_kept;  // kCompaction
+  };
+  std::string session_id;
+  bool created = false;
+  std::vector<PathEntry> path;
+  std::set<std::string> ids;  // every entry id of the session
+
+  size_t MessageCount() const {
+    return static_cast<size_t>(std::count_if(path.begin(), path.end(), [](const PathEntry& e) {
+      return e.type == EntryType::kMessage;
+    }));
+  }
+  const PathEntry* Last(EntryType type) const {
+    for (auto it = path.rbegin(); it != path.rend(); ++it)
+      if (it->type == type) return &*it;
+    return nullptr;
+  }
+  // Cuts the path right after its `k`-th message (k = 0: before everything).
+  void KeepMessages(size_t k) {
+    size_t seen = 0, end = 0;
+    for (size_t i = 0; i < path.size() && seen < k; ++i) {
+      if (path[i].type == EntryType::kMessage) ++seen;
+      end = i + 1;
+    }
+    path.resize(k == 0 ? 0 : end);
+  }
+};
+
+ConversationRecord RecordOfRequest(const ProviderApi& api, const ClientRequest& request,
+                                   std::string conversation_id) {
+  ConversationRecord r;
+  r.conversation_id = std::move(conversation_id);
+  r.api = std::string(api.name());
+  r.provider = std::string(api.default_provider());
+  r.model = request.model;
+  r.item_first_message.reserve(request.items.size());
+  for (size_t i = 0; i < request.items.size(); ++i) {
+    r.item_first_message.push_back(r.messages.size());
+    for (std::string& m : api.ClientItemMessages(request, i)) r.messages.push_back(std::move(m));
+  }
+  return r;
+}
+
+void SetRecordedCompaction(ConversationRecord* record, size_t cut_item, std::string summary,
+                           double tokens_before, int64_t tokens_after) {
+  RecordedCompaction c;
+  c.summary = std::move(summary);
+  c.tokens_before = tokens_before;
+  c.tokens_after = tokens_after;
+  c.first_kept_message = cut_item < record->item_first_message.size()
+                             ? record->item_first_message[cut_item]
+                             : record->messages.size();
+  record->compaction = std::move(c);
+}
+
+std::string ConversationKey(const ProviderApi& api, const ClientRequest& request,
+                            const HeaderList& headers) {
+  std::string prefix = std::string(api.name()) + ":";
+  auto hint = request.hints.find("prompt_cache_key");
+  if (hint != request.hints.end() && !hint->second.empty()) return prefix + "key:" + hint->second;
+  for (std::string_view name : {"x-claude-code-session-id", "session-id", "session_id"}) {
+    std::string_view v = HeaderValue(headers, name);
+    if (!v.empty()) return prefix + "session:" + std::string(v);
+  }
+  // The first message as pi reads it: cache_control markers, which clients
+  // move from request to request, are not part of it.
+  uint64_t h = Fnv1a(0xcbf29ce484222325ULL, api.name());
+  h = Fnv1a(h, request.Text(request.system));
+  for (size_t i = 0; i < request.items.size(); ++i) {
+    if (request.items[i].kind == ClientItemKind::kSystem) continue;
+    for (const std::string& m : api.ClientItemMessages(request, i)) h = Fnv1a(h, m);
+    break;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016" PRIx64, h);
+  return prefix + "hash:" + hex;
+}
+
+ConversationRecorder::ConversationRecorder(RecorderOptions options)
+    : o_(std::move(options)), env_(EnvOrDefault(o_.env)) {
+  auto t = env_->StartThread([this] { Run(); });
+  if (t.ok()) thread_ = std::move(t).value();  // else Record writes on the caller's thread
+}
+
+ConversationRecorder::~ConversationRecorder() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_) thread_->Join();
+}
+
+void ConversationRecorder::Record(ConversationRecord record) {
+  if (!thread_) {
+    std::lock_guard<std::mutex> lock(write_mu_);  // one writer at a time
+    std::vector<ConversationRecord> batch;
+    batch.push_back(std::move(record));
+    WriteBatch(batch);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(record));
+    ++queued_;
+  }
+  cv_.notify_all();
+}
+
+void ConversationRecorder::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = queued_;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return written_ >= target || !thread_; });
+}
+
+std::optional<std::string> ConversationRecorder::SessionOf(const std::string& conversation_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(conversation_id);
+    if (it != sessions_.end()) return it->second;
+  }
+  return o_.store->FindConversation(conversation_id);
+}
+
+void ConversationRecorder::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() && stop_) return;
+    // Gather what arrives during the batch window (cut short by stop).
+    bool stopping = stop_;
+    lock.unlock();
+    if (!stopping) {
+      env_->SleepMs(o_.batch_ms, [this] {
+        std::lock_guard<std::mutex> l(mu_);
+        return stop_;
+      });
+    }
+    lock.lock();
+    std::vector<ConversationRecord> batch(std::make_move_iterator(queue_.begin()),
+                                          std::make_move_iterator(queue_.end()));
+    queue_.clear();
+    lock.unlock();
+    const size_t n = batch.size();
+    WriteBatch(batch);
+    lock.lock();
+    written_ += n;
+    cv_.notify_all();
+  }
+}
+
+void ConversationRecorder::Fail(const Status& s) {
+  if (o_.on_error) o_.on_error(s);
+}
+
+Result<ConversationRecorder::State*> ConversationRecorder::StateOf(const ConversationRecord& r) {
+  auto it = states_.find(r.conversation_id);
+  if (it != states_.end()) return it->second.get();
+  auto st = std::make_unique<State>();
+  std::optional<std::string> sid = o_.store->FindConversation(r.conversation_id);
+  if (sid) {
+    auto s = o_.store->Load(*sid);
+    if (!s.ok() && s.status().code() != StatusCode::kNotFound) return s.status();
+    if (s.ok()) {
+      const Session& session = **s;
+      st->session_id = *sid;
+      st->created = true;
+      for (const Entry& e : session.entries()) st->ids.insert(std::string(e.id));
+      if (auto leaf = session.Leaf()) {
+        for (size_t i : session.PathTo(*leaf)) {
+          const Entry& e = session.entry(i);
+          State::PathEntry p{std::string(e.id), e.type, "", "", "", ""};
+          if (e.type == EntryType::kMessage) p.message = std::string(session.MessageJson(i));
+          if (e.type == EntryType::kModelChange) p.model = std::string(e.model);
+          if (e.type == EntryType::kCompaction) {
+            p.summary = session.StringField(i, "summary").value_or("");
+            p.first_kept = std::string(e.first_kept_entry_id);
+          }
+          st->path.push_back(std::move(p));
+        }
+      }
+    }
+  }
+  if (!st->created) st->session_id = NewUuidV7(env_);
+  State* out = st.get();
+  states_[r.conversation_id] = std::move(st);
+  return out;
+}
+
+std::string ConversationRecorder::NewId(State& st) {
+  for (;;) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016" PRIx64, env_->Random64());
+    std::string id(hex, 8);
+    if (st.ids.insert(id).second) return id;
+  }
+}
+
+// The lines that bring the session from its recorded path to `r`.
+Status ConversationRecorder::Prepare(State& st, const ConversationRecord& r,
+                                     std::vector<std::string>* lines) {
+  size_t k = 0;
+  for (const State::PathEntry& e : st.path) {
+    if (e.type != EntryType::kMessage) continue;
+    if (k >= r.messages.size() || e.message != r.messages[k]) break;
+    ++k;
+  }
+  const std::string old_leaf = st.path.empty() ? "" : st.path.back().id;
+  const bool branched = k < st.MessageCount();
+  if (branched) st.KeepMessages(k);
+  const size_t before = lines->size();
+  auto add = [&](EntryType type, const std::string& body, State::PathEntry p) {
+    p.id = NewId(st);
+    p.type = type;
+    std::string line = "{\"type\":";
+    AppendJsString(line, type == EntryType::kMessage         ? "message"
+                         : type == EntryType::kModelChange   ? "model_change"
+                         : type == EntryType::kCompaction    ? "compaction"
+                         : type == EntryType::kBranchSummary ? "branch_summary"
+                                                             : "custom");
+    line += ",\"id\":";
+    AppendJsString(line, p.id);
+    line += ",\"parentId\":";
+    if (st.path.empty()) {
+      line += "null";
+    } else {
+      AppendJsString(line, st.path.back().id);
+    }
+    line += ",\"timestamp\":";
+    AppendJsString(line, NowIsoTimestamp(env_));
+    line += body + "}";
+    lines->push_back(std::move(line));
+    st.path.push_back(std::move(p));
+  };
+  const State::PathEntry* model = st.Last(EntryType::kModelChange);
+  if (!r.model.empty() && (model == nullptr || model->model != r.model)) {
+    std::string body = ",\"provider\":";
+    AppendJsString(body, r.provider);
+    body += ",\"modelId\":";
+    AppendJsString(body, r.model);
+    add(EntryType::kModelChange, body, {"", {}, "", r.model, "", ""});
+  }
+  for (size_t i = k; i < r.messages.size(); ++i)
+    add(EntryType::kMessage, ",\"message\":" + r.messages[i], {"", {}, r.messages[i], "", "", ""});
+  if (r.compaction && r.compaction->first_kept_message < r.messages.size()) {
+    const RecordedCompaction& c = *r.compaction;
+    size_t seen = 0;
+    std::string kept_id;
+    for (const State::PathEntry& e : st.path) {
+      if (e.type != EntryType::kMessage) continue;
+      if (seen++ == c.first_kept_message) kept_id = e.id;
+    }
+    const State::PathEntry* last = st.Last(EntryType::kCompaction);
+    if (!kept_id.empty() &&
+        (last == nullptr || last->summary != c.summary || last->first_kept != kept_id)) {
+      std::string body = ",\"summary\":";
+      AppendJsString(body, c.summary);
+      body += ",\"firstKeptEntryId\":";
+      AppendJsString(body, kept_id);
+      body += ",\"tokensBefore\":";
+      AppendJsNumber(body, c.tokens_before);
+      body += ",\"details\":{\"source\":\"compactor-serve\",\"tokensAfter\":";
+      AppendJsNumber(body, static_cast<double>(c.tokens_after));
+      body += "}";
+      add(EntryType::kCompaction, body, {"", {}, "", "", c.summary, kept_id});
+    }
+  }
+  if (r.input_tokens || r.output_tokens) {
+    std::string body = ",\"customType\":\"compactor.usage\",\"data\":{\"model\":";
+    AppendJsString(body, r.model);
+    body += ",\"inputTokens\":";
+    body += r.input_tokens ? std::to_string(*r.input_tokens) : "null";
+    body += ",\"outputTokens\":";
+    body += r.output_tokens ? std::to_string(*r.output_tokens) : "null";
+    body += "}";
+    add(EntryType::kCustom, body, {});
+  }
+  if (branched && lines->size() == before) {
+    // Nothing new, but the client went back: move the leaf (pi's /tree
+    // records a move as a branch summary without summary).
+    std::string body = ",\"fromId\":";
+    AppendJsString(body, old_leaf);
+    body += ",\"summary\":\"\"";
+    add(EntryType::kBranchSummary, body, {});
+  }
+  return Status::Ok();
+}
+
+void ConversationRecorder::WriteBatch(const std::vector<ConversationRecord>& batch) {
+  // One append (one lock, one fsync) per session, in the order of the records.
+  std::vector<std::pair<State*, std::string>> order;  // state, conversation
+  std::map<State*, std::vector<std::string>> lines;
+  for (const ConversationRecord& r : batch) {
+    if (r.messages.empty()) continue;  // nothing a session could hold
+    auto st = StateOf(r);
+    if (!st.ok()) {
+      Fail(st.status());
+      continue;
+    }
+    if (lines.count(*st) == 0) order.emplace_back(*st, r.conversation_id);
+    Status s = Prepare(**st, r, &lines[*st]);
+    if (!s.ok()) Fail(s);
+  }
+  for (const auto& [st, conversation] : order) {
+    const std::vector<std::string>& l = lines[st];
+    Status s;
+    if (!st->created) {
+      auto id = o_.store->Create(st->session_id, "", l);
+      s = id.ok() ? o_.store->SetConversation(conversation, st->session_id) : id.status();
+      if (id.ok()) st->created = true;
+    } else if (!l.empty()) {
+      StoreAppendOptions ao;
+      ao.sync = true;
+      s = o_.store->Append(st->session_id, l, ao);
+    }
+    if (!s.ok()) {
+      Fail(s);
+      states_.erase(conversation);  // read again from the store next time
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions_[conversation] = st->session_id;
+  }
+}
+
+// --- the hook -------------------------------------------------------------------
+
+class RecordingExchange : public ExchangeHook {
+ public:
+  explicit RecordingExchange(RecordingHook* hook) : hook_(hook) {}
+
+  void OnComplete(Exchange& ex) override {
+    std::optional<RecordedCompaction> compaction = hook_->TakeCompaction(ex);
+    if (!compaction && t_thread_compaction) compaction = std::move(t_thread_compaction);
+    t_thread_compaction.reset();
+    const RequestRecord& rec = ex.record();
+    if (rec.status < 200 || rec.status >= 300) return;  // the model did not take it
+    const ProviderApi* api = FindProviderApi(ex.request().route.api);
+    auto body = ex.DecodedBody();
+    if (api == nullptr || !body.ok()) return;
+    auto request = api->ReadClientRequest(std::string(*body));
+    if (!request.ok()) return;
+    std::string key = ConversationKey(*api, *request, ex.request().headers);
+    ConversationRecord r = RecordOfRequest(*api, *request, key);
+    if (compaction) {
+      SetRecordedCompaction(&r, compaction->first_kept_message, std::move(compaction->summary),
+                            compaction->tokens_before, compaction->tokens_after);
+    }
+    r.input_tokens = rec.tokens_in;
+    r.output_tokens = rec.tokens_out;
+    if (auto sid = hook_->recorder_->SessionOf(key)) ex.record().session = *sid;
+    hook_->recorder_->Record(std::move(r));
+  }
+
+ private:
+  RecordingHook* hook_;
+};
+
+std::unique_ptr<ExchangeHook> RecordingHook::Begin(Exchange& ex) {
+  t_thread_compaction.reset();  // left by a request this hook did not join
+  const ProxyRequest& req = ex.request();
+  if (req.method != "POST" || req.route.api.empty() || !IsRecordedRoute(req.route.label))
+    return nullptr;
+  return std::make_unique<RecordingExchange>(this);
+}
+
+void RecordingHook::NoteCompaction(const Exchange& ex, size_t cut_item, std::string summary,
+                                   double tokens_before, int64_t tokens_after) {
+  RecordedCompaction c;
+  c.summary = std::move(summary);
+  c.tokens_before = tokens_before;
+  c.tokens_after = tokens_after;
+  c.first_kept_message = cut_item;  // an item index until the request is read
+  std::lock_guard<std::mutex> lock(mu_);
+  compactions_[&ex] = std::move(c);
+}
+
+void RecordingHook::NoteCompactionOnThisThread(size_t cut_item, std::string summary,
+                                               double tokens_before, int64_t tokens_after) {
+  RecordedCompaction c;
+  c.summary = std::move(summary);
+  c.tokens_before = tokens_before;
+  c.tokens_after = tokens_after;
+  c.first_kept_message = cut_item;  // an item index until the request is read
+  t_thread_compaction = std::move(c);
+}
+
+std::optional<RecordedCompaction> RecordingHook::TakeCompaction(const Exchange& ex) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = compactions_.find(&ex);
+  if (it == compactions_.end()) return std::nullopt;
+  RecordedCompaction c = std::move(it->second);
+  compactions_.erase(it);
+  return c;
+}
+
+}  // namespace compactor::serve

@@ -1,0 +1,169 @@
+// Recording proxied conversations as pi sessions in the store (docs/api.md,
+// "Recorded conversations"). A ConversationRecord says what one model
+// request sent: the client's conversation as pi messages, the model, the
+// usage, and the proxy's compaction when it replaced a prefix by a summary.
+// The recorder turns the records of a conversation into one session:
+//
+// - a new conversation becomes a new session (its id is remembered in the
+//   store's conversation index, so later requests find it after a restart);
+// - a later request appends the messages that are new since the last one;
+// - when the client's history diverges from the recorded one (it edited or
+//   compacted its own history), the session branches at the common prefix:
+//   the new messages are appended under the last shared one;
+// - a proxy compaction becomes a compaction entry whose firstKeptEntryId is
+//   the first message the proxy kept, so that the session's context is what
+//   the proxy sent upstream (summary + kept messages); the same compaction
+//   is not written twice.
+//
+// Writing happens off the request path: Record() queues and returns; one
+// background thread writes batches, each session's lines in one locked
+// append with an fsync. A record is durable within `batch_ms` (default 200 ms)
+// plus the write; a crash loses at most what was queued, never corrupts a
+// session (appends are whole lines; new sessions are atomic files).
+//
+// Thread safety: Record, Flush and SessionOf may be called from any thread.
+#ifndef COMPACTOR_SRC_SERVE_RECORDER_H_
+#define COMPACTOR_SRC_SERVE_RECORDER_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compactor/client_request.h"
+#include "compactor/env.h"
+#include "compactor/provider_api.h"
+#include "compactor/store.h"
+#include "serve/hooks.h"
+
+namespace compactor::serve {
+
+// A prefix of the conversation the proxy replaced by a summary.
+struct RecordedCompaction {
+  std::string summary;
+  double tokens_before = 0;  // pi's estimate of the client's request
+  int64_t tokens_after = 0;  // of what was forwarded
+  // The first message kept verbatim (an index into ConversationRecord::messages):
+  // messages [0, first_kept_message) were summarized.
+  size_t first_kept_message = 0;
+};
+
+struct ConversationRecord {
+  // How the client names the conversation (ConversationKey).
+  std::string conversation_id;
+  std::string api;       // the registered API name ("anthropic", ...)
+  std::string provider;  // pi's provider for model_change entries
+  std::string model;
+  // The client's conversation as pi message objects (JSON text each), in
+  // order: ProviderApi::ClientItemMessages of every item.
+  std::vector<std::string> messages;
+  // For each item of the client's request, the index of its first message
+  // in `messages` (items without a pi equivalent give none: the next index).
+  std::vector<size_t> item_first_message;
+  std::optional<int64_t> input_tokens, output_tokens;  // the upstream's usage
+  std::optional<RecordedCompaction> compaction;
+};
+
+// The record of `request` (read by `api`): messages, model, the item map.
+ConversationRecord RecordOfRequest(const ProviderApi& api, const ClientRequest& request,
+                                   std::string conversation_id);
+
+// Sets `record->compaction` for a rewrite that replaced items [0, cut_item).
+void SetRecordedCompaction(ConversationRecord* record, size_t cut_item, std::string summary,
+                           double tokens_before, int64_t tokens_after);
+
+// How a request's conversation is named: the client's own id where it sends
+// one (Codex `prompt_cache_key` or a `session-id` / `session_id` header,
+// Claude Code `x-claude-code-session-id`), otherwise a hash of its leading
+// content (the API, the system part, the first message as pi reads it), so
+// every request of one conversation gets the same key.
+std::string ConversationKey(const ProviderApi& api, const ClientRequest& request,
+                            const HeaderList& headers);
+
+struct RecorderOptions {
+  SessionStore* store = nullptr;  // REQUIRES: not null; outlives the recorder
+  // How long the writer gathers records before it writes them.
+  int64_t batch_ms = 200;
+  // Called (on the writer thread) for every failed write; the conversation's
+  // state is then read again from the store before its next record.
+  std::function<void(const Status&)> on_error;
+  Env* env = nullptr;  // null = Env::Default()
+};
+
+class ConversationRecorder {
+ public:
+  explicit ConversationRecorder(RecorderOptions options);
+  // Writes what is queued, then stops the writer.
+  ~ConversationRecorder();
+  ConversationRecorder(const ConversationRecorder&) = delete;
+  ConversationRecorder& operator=(const ConversationRecorder&) = delete;
+
+  // Queues `record`; never waits for I/O.
+  void Record(ConversationRecord record);
+  // Waits until everything queued before the call is written (tests, shutdown).
+  void Flush();
+  // The session recording `conversation_id`, when known (assigned at its first record).
+  std::optional<std::string> SessionOf(const std::string& conversation_id);
+
+ private:
+  struct State;
+  void Run();
+  void WriteBatch(const std::vector<ConversationRecord>& batch);
+  Status Prepare(State& st, const ConversationRecord& r, std::vector<std::string>* lines);
+  Result<State*> StateOf(const ConversationRecord& r);
+  std::string NewId(State& st);
+  void Fail(const Status& s);
+
+  RecorderOptions o_;
+  Env* env_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<ConversationRecord> queue_;         // guarded by mu_
+  uint64_t queued_ = 0, written_ = 0;            // guarded by mu_
+  bool stop_ = false;                            // guarded by mu_
+  std::map<std::string, std::string> sessions_;  // conversation -> session; guarded by mu_
+  // The writer's state: used by the writer thread, or (without one) under write_mu_.
+  std::mutex write_mu_;
+  std::map<std::string, std::unique_ptr<State>> states_;
+  std::unique_ptr<Thread> thread_;
+};
+
+// The ProxyHook that records every proxied model request (POST to the
+// Messages, Responses and Chat Completions endpoints) once it is complete.
+// Another hook that compacted the request tells it through NoteCompaction
+// during the exchange.
+class RecordingHook : public ProxyHook {
+ public:
+  explicit RecordingHook(ConversationRecorder* recorder) : recorder_(recorder) {}
+  std::unique_ptr<ExchangeHook> Begin(Exchange& ex) override;
+  // `ex` forwarded a rewrite that replaced items [0, cut_item) by `summary`.
+  void NoteCompaction(const Exchange& ex, size_t cut_item, std::string summary,
+                      double tokens_before, int64_t tokens_after);
+  // The same for the exchange this worker thread is completing, for a hook
+  // that reports after its answer without the Exchange (the compaction
+  // hook's on_forwarded, which runs on the request's worker thread before
+  // this hook's OnComplete). Cleared when the thread's next request begins.
+  static void NoteCompactionOnThisThread(size_t cut_item, std::string summary, double tokens_before,
+                                         int64_t tokens_after);
+
+ private:
+  friend class RecordingExchange;
+  std::optional<RecordedCompaction> TakeCompaction(const Exchange& ex);
+
+  ConversationRecorder* recorder_;
+  std::mutex mu_;
+  // Compactions noted for exchanges in flight (first_kept_message holds the cut item).
+  std::map<const Exchange*, RecordedCompaction> compactions_;
+};
+
+}  // namespace compactor::serve
+
+#endif  // COMPACTOR_SRC_SERVE_RECORDER_H_

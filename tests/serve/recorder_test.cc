@@ -1,0 +1,216 @@
+// Recording conversations into the store: new sessions, appends of what is
+// new, branches where the client's history diverges, proxy compactions as
+// compaction entries (the recorded context is what was sent upstream),
+// restarts, write failures and crashes.
+#include "serve/recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "compactor/context.h"
+#include "compactor/mem_env.h"
+#include "compactor/store.h"
+#include "support/test_util.h"
+
+namespace compactor::testing {
+namespace {
+
+using serve::ConversationRecord;
+using serve::ConversationRecorder;
+using serve::RecorderOptions;
+
+std::string User(const std::string& text) {
+  return R"({"role":"user","content":[{"type":"text","text":")" + text + R"("}],"timestamp":0})";
+}
+std::string Assistant(const std::string& text) {
+  return R"({"role":"assistant","content":[{"type":"text","text":")" + text +
+         R"("}],"api":"anthropic-messages","provider":"anthropic","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":0})";
+}
+
+ConversationRecord Rec(std::vector<std::string> messages, const std::string& conv = "c1") {
+  ConversationRecord r;
+  r.conversation_id = conv;
+  r.api = "anthropic";
+  r.provider = "anthropic";
+  r.model = "m";
+  r.messages = std::move(messages);
+  for (size_t i = 0; i < r.messages.size(); ++i) r.item_first_message.push_back(i);
+  return r;
+}
+
+// The context messages of the recorded session, as JSON text each.
+std::vector<std::string> Context(SessionStore& store, const std::string& id) {
+  auto s = store.Load(id);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  if (!s.ok()) return {};
+  auto ctx = BuildSessionContext(**s);
+  EXPECT_TRUE(ctx.ok());
+  std::vector<std::string> out;
+  for (const ContextMessage& m : ctx->messages) out.emplace_back(m.json());
+  return out;
+}
+
+class RecorderTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+  void Reopen() {
+    recorder_.reset();
+    store_.reset();
+    DirectoryStoreOptions o;
+    o.dir = mem_.path() + "/store";
+    o.env = mem_.env();
+    auto s = NewDirectoryStore(o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(s).value();
+    RecorderOptions ro;
+    ro.store = store_.get();
+    ro.env = mem_.env();
+    ro.on_error = [this](const Status& s) { errors_.push_back(s); };
+    recorder_ = std::make_unique<ConversationRecorder>(std::move(ro));
+  }
+  std::string Session(const std::string& conv = "c1") {
+    auto id = recorder_->SessionOf(conv);
+    EXPECT_TRUE(id.has_value());
+    return id.value_or("");
+  }
+
+  MemDir mem_;
+  std::unique_ptr<SessionStore> store_;
+  std::unique_ptr<ConversationRecorder> recorder_;
+  std::vector<Status> errors_;
+};
+
+TEST_F(RecorderTest, ANewConversationIsANewSessionAndLaterRequestsAppendWhatIsNew) {
+  std::vector<std::string> m = {User("q1"), Assistant("a1"), User("q2")};
+  recorder_->Record(Rec({m[0]}));
+  recorder_->Record(Rec(m));
+  recorder_->Flush();
+  std::string id = Session();
+  EXPECT_EQ(Context(*store_, id), m);
+  auto s = store_->Load(id);
+  ASSERT_TRUE(s.ok());
+  // model_change + three messages, one chain, no copies.
+  EXPECT_EQ((*s)->size(), 4u);
+  EXPECT_EQ((*s)->Roots().size(), 1u);
+  auto list = store_->List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 1u);
+  EXPECT_TRUE(errors_.empty());
+}
+
+TEST_F(RecorderTest, ADivergingHistoryBranchesAtTheCommonPrefix) {
+  recorder_->Record(Rec({User("q1"), Assistant("a1"), User("q2"), Assistant("a2"), User("q3")}));
+  recorder_->Flush();
+  // The client compacted its own history: the first exchange is kept, the rest differs.
+  std::vector<std::string> now = {User("q1"), Assistant("a1"), User("summary of q2..a2"),
+                                  User("q3 again")};
+  recorder_->Record(Rec(now));
+  recorder_->Flush();
+  std::string id = Session();
+  EXPECT_EQ(Context(*store_, id), now);
+  auto s = store_->Load(id);
+  ASSERT_TRUE(s.ok());
+  int branch_points = 0;
+  for (const auto& c : (*s)->Children()) branch_points += c.size() > 1 ? 1 : 0;
+  EXPECT_EQ(branch_points, 1);
+  EXPECT_EQ((*s)->size(), 1u + 5u + 2u);  // nothing recorded twice
+}
+
+TEST_F(RecorderTest, AProxyCompactionMakesTheContextWhatWasSentUpstream) {
+  std::vector<std::string> m = {User("q1"), Assistant("a1"), User("q2"), Assistant("a2"),
+                                User("q3")};
+  ConversationRecord r = Rec(m);
+  serve::SetRecordedCompaction(&r, 3, "the summary", 1234, 200);
+  recorder_->Record(r);
+  recorder_->Record(r);  // the next request reuses the same compaction: no second entry
+  std::vector<std::string> more = m;
+  more.push_back(Assistant("a3"));
+  more.push_back(User("q4"));
+  ConversationRecord r2 = Rec(more);
+  serve::SetRecordedCompaction(&r2, 3, "the summary", 1300, 220);
+  recorder_->Record(r2);
+  recorder_->Flush();
+  std::string id = Session();
+  std::vector<std::string> ctx = Context(*store_, id);
+  ASSERT_EQ(ctx.size(), 1u + more.size() - 3);
+  EXPECT_NE(ctx[0].find("\"compactionSummary\""), std::string::npos) << ctx[0];
+  EXPECT_NE(ctx[0].find("the summary"), std::string::npos);
+  EXPECT_EQ(std::vector<std::string>(ctx.begin() + 1, ctx.end()),
+            std::vector<std::string>(more.begin() + 3, more.end()));
+  auto s = store_->Load(id);
+  ASSERT_TRUE(s.ok());
+  int compactions = 0;
+  for (const Entry& e : (*s)->entries()) compactions += e.type == EntryType::kCompaction ? 1 : 0;
+  EXPECT_EQ(compactions, 1);
+}
+
+TEST_F(RecorderTest, AfterARestartTheConversationContinuesInItsSession) {
+  recorder_->Record(Rec({User("q1")}));
+  recorder_->Flush();
+  std::string id = Session();
+  Reopen();
+  std::vector<std::string> m = {User("q1"), Assistant("a1"), User("q2")};
+  recorder_->Record(Rec(m));
+  recorder_->Flush();
+  EXPECT_EQ(Session(), id);
+  EXPECT_EQ(Context(*store_, id), m);
+  auto list = store_->List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 1u);
+}
+
+TEST_F(RecorderTest, ATornWriteIsReportedAndTheNextRecordRepairsTheSession) {
+  recorder_->Record(Rec({User("q1")}));
+  recorder_->Flush();
+  std::string id = Session();
+  // The append stores 10 bytes of its first line, then the rest fails: a torn line.
+  mem_.env()->ShortWriteNth(1, 10);
+  mem_.env()->FailNth(MemEnvOp::kWrite, 2);
+  recorder_->Record(Rec({User("q1"), Assistant("a1"), User("q2")}));
+  recorder_->Flush();
+  EXPECT_FALSE(errors_.empty());
+  std::vector<std::string> m = {User("q1"), Assistant("a1"), User("q2"), Assistant("a2"),
+                                User("q3")};
+  recorder_->Record(Rec(m));
+  recorder_->Flush();
+  EXPECT_EQ(Context(*store_, id), m);
+}
+
+TEST_F(RecorderTest, ACrashLosesOnlyWhatWasNotSyncedAndNeverCorrupts) {
+  std::vector<std::string> m = {User("q1"), Assistant("a1"), User("q2")};
+  recorder_->Record(Rec(m));
+  recorder_->Flush();  // written and synced
+  std::string id = Session();
+  std::vector<std::string> more = m;
+  more.push_back(Assistant("a2"));
+  more.push_back(User("q3"));
+  mem_.env()->FailNth(MemEnvOp::kSync, 1);  // written, never synced: a crash takes it
+  recorder_->Record(Rec(more));
+  recorder_->Flush();
+  EXPECT_FALSE(errors_.empty());
+  mem_.env()->Crash();
+  Reopen();
+  auto s = store_->Load(id);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE((*s)->warnings().empty());
+  EXPECT_EQ(Context(*store_, id), m);
+  // Recording goes on in the same session.
+  more.push_back(Assistant("a3"));
+  recorder_->Record(Rec(more));
+  recorder_->Flush();
+  EXPECT_EQ(Context(*store_, id), more);
+}
+
+TEST_F(RecorderTest, ConversationsAreKeptApart) {
+  recorder_->Record(Rec({User("x")}, "one"));
+  recorder_->Record(Rec({User("y")}, "two"));
+  recorder_->Flush();
+  EXPECT_NE(Session("one"), Session("two"));
+  EXPECT_EQ(Context(*store_, Session("one")), std::vector<std::string>{User("x")});
+  EXPECT_EQ(Context(*store_, Session("two")), std::vector<std::string>{User("y")});
+}
+
+}  // namespace
+}  // namespace compactor::testing
