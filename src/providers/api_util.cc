@@ -64,6 +64,15 @@ int64_t IntAt(const Json& obj, const char* key) {
   if (!obj.is_object()) return 0;
   auto it = obj.find(key);
   if (it == obj.end() || !it->is_number()) return 0;
+  // A count outside int64_t (4e87 tokens, 2^64 - 1) means nothing, and
+  // converting it would be undefined (a float) or wrap negative (an
+  // unsigned): it reads as absent, like any other non-count.
+  if (it->is_number_float()) {
+    double d = it->get<double>();
+    constexpr double kLimit = 9.2e18;  // just under 2^63
+    return d > -kLimit && d < kLimit ? static_cast<int64_t>(d) : 0;
+  }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}) return 0;
   return it->get<int64_t>();
 }
 

@@ -46,6 +46,8 @@ void AddBearer(HttpRequest& http, std::string_view api_key);
 
 // --- responses ---------------------------------------------------------------
 
+// obj[key] as an integer; 0 when obj is not an object, the key is absent,
+// the value is not a number or lies outside int64_t. Fractions truncate.
 int64_t IntAt(const Json& obj, const char* key);
 std::string StringAt(const Json& obj, const char* key);
 // An "error" value's text: a string, else its "message", else its JSON.

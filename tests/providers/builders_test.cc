@@ -514,6 +514,21 @@ TEST(ResponseTest, AnthropicDiscardsThinking) {
   EXPECT_EQ(r->usage.cache_write, 6);
 }
 
+// Found by the provider_response fuzzer: a 4e87 token count converted to
+// int64_t was undefined behaviour (UBSan). Counts outside int64_t read as 0.
+TEST(ResponseTest, CountsOutsideInt64AreIgnoredNotConverted) {
+  ModelConfig m = Model("anthropic");
+  auto r = ParseProviderResponse(
+      m, R"({"type":"message","content":[{"type":"text","text":"A"}],"stop_reason":"end_turn",)"
+         R"("usage":{"input_tokens":1e300,"output_tokens":18446744073709551615,)"
+         R"("cache_read_input_tokens":-1e30,"cache_creation_input_tokens":7.9}})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->usage.input, 0);
+  EXPECT_EQ(r->usage.output, 0);
+  EXPECT_EQ(r->usage.cache_read, 0);
+  EXPECT_EQ(r->usage.cache_write, 7);
+}
+
 TEST(ResponseTest, RemoteAndMalformed) {
   ModelConfig m = Model("remote");
   auto r = ParseProviderResponse(m, R"({"summary":"S","shortSummary":"ignored"})");
