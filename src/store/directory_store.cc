@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "compactor/js_json.h"
+#include "compactor/entries.h"
 #include "compactor/message.h"
 #include "compactor/store.h"
 #include "compactor/writer.h"
@@ -164,13 +164,7 @@ class DirectoryStore final : public SessionStore {
     if (!wanted.empty() && Find(id).ok())
       return Status::FailedPrecondition("session " + id + " exists");
     std::string ts = NowIsoTimestamp(env_);
-    std::string header = "{\"type\":\"session\",\"version\":3,\"id\":";
-    AppendJsString(header, id);
-    header += ",\"timestamp\":";
-    AppendJsString(header, ts);
-    header += ",\"cwd\":";
-    AppendJsString(header, cwd);
-    header += "}\n";
+    std::string header = MakeSessionHeader({id, ts, std::string(cwd), ""}) + "\n";
     for (const std::string& line : lines) header += line + "\n";
     COMPACTOR_RETURN_IF_ERROR(Write(id, ts, header));
     return id;
