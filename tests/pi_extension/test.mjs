@@ -580,7 +580,146 @@ async function printServeDown(dir, problems, facts) {
 	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
 }
 
-const scenarios = { "print-threshold": printThreshold, "print-no-session": printNoSession, "print-model-summarizer": printModelSummarizer, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure, "print-serve-down": printServeDown };
+// ------------------------------------------------- through `compactor serve`
+
+// The parameters docs/api.md documents for POST .../compact (the stateless
+// compact takes the same): the backquoted names of its "Parameters:"
+// sentence, parenthesized remarks left out.
+function documentedCompactParameters() {
+	const doc = readFileSync(join(root, "docs/api.md"), "utf8");
+	const section = doc.split("\n### ").find((s) => s.startsWith("`POST /compactor/v1/sessions/{id}/compact`")) ?? "";
+	const sentence = (section.match(/Parameters:([\s\S]*?)\.\s/) ?? ["", ""])[1].replace(/\([^)]*\)/g, "");
+	return new Set([...sentence.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]));
+}
+
+// serve's request log lines of the stateless compact: "POST
+// /compactor/v1/compact?QUERY STATUS ...". Returns [{params, status}].
+function serveCompactRequests(serveLog) {
+	return serveLog
+		.split("\n")
+		.map((line) => line.match(/^POST \/compactor\/v1\/compact\?(\S*) (\d{3}) /))
+		.filter(Boolean)
+		.map((m) => ({ params: new URLSearchParams(m[1]), status: Number(m[2]) }));
+}
+
+// Every parameter the extension sent is one docs/api.md documents, and the
+// ones that decide the result have the values wanted.
+function checkServeParameters(request, want, problems, facts) {
+	const documented = documentedCompactParameters();
+	if (documented.size < 5) return problems.push(`could not read the documented parameters from docs/api.md (${[...documented]})`);
+	const sent = [...request.params.keys()];
+	const unknown = sent.filter((k) => !documented.has(k));
+	if (unknown.length) problems.push(`the extension sent parameters docs/api.md does not document: ${unknown.join(", ")}`);
+	for (const [key, value] of Object.entries(want)) {
+		// serve's log redacts the values of token-like names (keepRecentTokens=REDACTED).
+		if (!request.params.has(key)) problems.push(`the extension did not send ${key}`);
+		else if (value !== null && request.params.get(key) !== value) problems.push(`the extension sent ${key}=${request.params.get(key)}, want ${value}`);
+	}
+	facts.push(`the extension sent only documented parameters (${sent.join(", ")})`);
+}
+
+// serve honoured pi's keepRecentTokens (3000): the compaction keeps from where
+// `compactor plan` cuts the same branch with 3000, and serve's own default
+// (20000) would cut elsewhere.
+function checkKeepHonoured(file, c, problems, facts) {
+	const cut = (keep) => {
+		const r = spawnSync(opts.compactor, ["plan", file, "--leaf", c.parentId, "--keep-recent-tokens", String(keep), "--json"], { encoding: "utf8", maxBuffer: 1 << 28 });
+		if (r.status !== 0) throw new Error(`compactor plan failed: ${r.stderr.slice(0, 200)}`);
+		return JSON.parse(r.stdout).preparation?.firstKeptEntryId ?? null;
+	};
+	const [wanted, otherwise] = [cut(3000), cut(20000)];
+	if (c.firstKeptEntryId !== wanted) problems.push(`serve kept from ${c.firstKeptEntryId}, keepRecentTokens 3000 keeps from ${wanted}`);
+	else if (wanted === otherwise) problems.push("keepRecentTokens 3000 and 20000 cut at the same entry: the check proves nothing");
+	else facts.push(`serve honoured keepRecentTokens (kept from ${wanted}; serve's default would ${otherwise ? `keep from ${otherwise}` : "not compact"})`);
+}
+
+// pi with the extension configured to use a real `compactor serve`, and no
+// binary at all: the compaction pi stores can only have come from serve's
+// POST /compactor/v1/compact (its request log has it). pi and `compactor
+// context` build the same context afterwards, and the task's answer is there.
+async function printServe(dir, problems, facts) {
+	const env = { COMPACTOR_BIN: join(dir, "no-such-compactor") };
+	const { run, file, entries, serveLog } = await runTask(dir, problems, { contextWindow: 26000, serve: [], env });
+	if (!file) return;
+	if (!/pi-compactor: .*no-such-compactor.*compaction goes to http:\/\/127\.0\.0\.1:\d+/.test(run.stderr)) problems.push(`no notice that only the service compacts: ${run.stderr.slice(0, 300)}`);
+	const c = checkCompactorCompaction(entries, "summary", problems, facts);
+	if (c && !/^http:\/\/127\.0\.0\.1:\d+$/.test(c.details?.compactor?.serve ?? "")) problems.push(`details.compactor.serve is ${c.details?.compactor?.serve}`);
+	const requests = serveCompactRequests(serveLog);
+	if (requests.length === 0 || requests.some((r) => r.status !== 200)) problems.push(`serve's log does not show the compaction answered (${requests.map((r) => r.status)}): ${serveLog.slice(0, 300)}`);
+	else facts.push(`serve answered ${requests.length} POST /compactor/v1/compact`);
+	if (requests.length) checkServeParameters(requests.at(-1), { strategy: "summary", summarizer: "offline", dryRun: "true", keepRecentTokens: null, reserveTokens: null }, problems, facts);
+	if (c) checkKeepHonoured(file, c, problems, facts);
+	if (summaryRequests(dir) !== 0) problems.push("the model server got a summarization request");
+	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
+	compareContexts(file, problems, facts);
+}
+
+// RPC, user-prompts through serve: the task crosses pi's threshold and pi
+// compacts after it; serve honours the strategy (the prompts rendered into
+// the summary), and the run goes on with the next prompt after the compaction.
+async function rpcServeUserPrompts(dir, problems, facts) {
+	const upstream = await startFake(dir, STEPS_8);
+	const serve = await startServe(dir, upstream.url);
+	writeAgentDir(dir, upstream.url, { contextWindow: 26000, config: { strategy: "user-prompts", serve: serve.url } });
+	const rpc = new Rpc(dir, piArgs(dir, "rpc"), piEnv(dir));
+	let serveLog = "";
+	try {
+		let mark = rpc.mark();
+		await rpc.call({ type: "prompt", message: PROMPT }, "prompt");
+		const end = await rpc.waitAfter(mark, (ev) => ev.type === "compaction_end", "compaction_end");
+		if (!end.result) problems.push(`the compaction did not happen: ${JSON.stringify(end).slice(0, 200)}`);
+		const file = sessionFiles(dir).at(-1);
+		if (!file) throw new Error("no session file after the task");
+		const c = checkCompactorCompaction(readJsonl(file), "user-prompts", problems, facts);
+		checkUserPrompts(c, problems);
+		if (c && !c.details?.compactor?.serve) problems.push("the compaction does not name the service");
+		compareContexts(file, problems, facts);
+
+		mark = rpc.mark();
+		await rpc.call({ type: "prompt", message: "Carry on from here and report the value stored in secret.txt." }, "second prompt");
+		await rpc.waitAfter(mark, (ev) => ev.type === "agent_end", "agent_end of the second prompt");
+		const entries = readJsonl(file);
+		const at = entries.indexOf(entries.find((e) => e.id === c?.id));
+		const answer = entries.slice(at + 1).filter((e) => e.type === "message" && e.message.role === "assistant");
+		if (at < 0 || answer.length === 0) problems.push("no answer after the compaction");
+		else checkAnswer(dir, answerOf("", entries), problems, facts);
+		compareContexts(file, problems, facts);
+	} finally {
+		rpc.close();
+		upstream.stop();
+		serveLog = await serve.stop();
+	}
+	const requests = serveCompactRequests(serveLog);
+	if (!requests.some((r) => r.status === 200 && r.params.get("strategy") === "user-prompts")) problems.push(`serve's log has no answered user-prompts compaction: ${serveLog.slice(0, 300)}`);
+	else checkServeParameters(requests.at(-1), { strategy: "user-prompts", dryRun: "true", keepRecentTokens: null }, problems, facts);
+}
+
+// serve answers with an error (a summarizer model it does not know): pi
+// compacts by itself and the user is told serve's reason.
+async function printServeError(dir, problems, facts) {
+	const { run, file, entries, serveLog } = await runTask(dir, problems, { contextWindow: 26000, serve: [], config: { summarizer: "no-such-model" } });
+	if (!file) return;
+	const requests = serveCompactRequests(serveLog);
+	if (!requests.some((r) => r.status === 400)) problems.push(`serve's log has no refused compaction: ${serveLog.slice(0, 300)}`);
+	checkFallback(entries, run.stderr, /pi-compactor: Compactor failed, pi compacts by itself: compactor serve: HTTP 400 invalid_argument: summarizer: no model named "no-such-model"/, problems, facts);
+	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
+	compareContexts(file, problems, facts);
+}
+
+// strategy notes with a service configured: the notes file is on pi's side
+// and serve's API takes none, so the binary compacts; serve is not asked.
+async function printServeNotes(dir, problems, facts) {
+	writeFileSync(join(dir, "notes.md"), "# Notes\n\nThe secret is in secret.txt; the steps write notes/step-NN.txt.\n");
+	const { run, file, entries, serveLog } = await runTask(dir, problems, { contextWindow: 26000, serve: [], config: { strategy: "notes", notes: join(dir, "notes.md") } });
+	if (!file) return;
+	const c = checkCompactorCompaction(entries, "notes", problems, facts);
+	if (c && !c.summary.includes("The secret is in secret.txt")) problems.push("the summary is not the notes file");
+	if (serveCompactRequests(serveLog).length) problems.push("the notes compaction went to serve, which has no notes");
+	checkAnswer(dir, answerOf(run.stdout, entries), problems, facts);
+	compareContexts(file, problems, facts);
+}
+
+const scenarios = { "print-threshold": printThreshold, "print-no-session": printNoSession, "print-model-summarizer": printModelSummarizer, "json-overflow": jsonOverflow, "json-user-prompts": jsonUserPrompts, "rpc-tree": rpcTree, "rpc-trigger": rpcTrigger, "print-disabled": printDisabled, "print-missing-binary": printMissingBinary, "print-mask": printMask, "print-prune": printPrune, "print-failure": printFailure, "print-serve-down": printServeDown, "print-serve": printServe, "rpc-serve-user-prompts": rpcServeUserPrompts, "print-serve-error": printServeError, "print-serve-notes": printServeNotes };
 
 let failed = 0;
 const wanted = opts.only ? opts.only.split(",") : Object.keys(scenarios);
