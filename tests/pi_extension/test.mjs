@@ -306,10 +306,11 @@ class Rpc {
 
 const notifyMatching = (re) => (ev) => ev.type === "extension_ui_request" && ev.method === "notify" && re.test(ev.message ?? "");
 
-// The same for the RPC scenarios: `body(rpc)` drives pi.
-async function rpcTask(dir, { fake = STEPS_8, contextWindow, config = null }, body) {
+// The same for the RPC scenarios: `body(rpc)` drives pi. Returns serve's log.
+async function rpcTask(dir, { fake = STEPS_8, contextWindow, config = null, serve = null }, body) {
 	const upstream = await startFake(dir, fake);
-	writeAgentDir(dir, upstream.url, { contextWindow, config });
+	const service = serve ? await startServe(dir, upstream.url, serve) : null;
+	writeAgentDir(dir, upstream.url, { contextWindow, config: service ? { ...config, serve: service.url } : config });
 	const rpc = new Rpc(dir, piArgs(dir, "rpc"), piEnv(dir));
 	try {
 		await body(rpc);
@@ -317,6 +318,7 @@ async function rpcTask(dir, { fake = STEPS_8, contextWindow, config = null }, bo
 		rpc.close();
 		upstream.stop();
 	}
+	return service ? await service.stop() : "";
 }
 
 // ---------------------------------------------------------------- scenarios
@@ -658,12 +660,7 @@ async function printServe(dir, problems, facts) {
 // compacts after it; serve honours the strategy (the prompts rendered into
 // the summary), and the run goes on with the next prompt after the compaction.
 async function rpcServeUserPrompts(dir, problems, facts) {
-	const upstream = await startFake(dir, STEPS_8);
-	const serve = await startServe(dir, upstream.url);
-	writeAgentDir(dir, upstream.url, { contextWindow: 26000, config: { strategy: "user-prompts", serve: serve.url } });
-	const rpc = new Rpc(dir, piArgs(dir, "rpc"), piEnv(dir));
-	let serveLog = "";
-	try {
+	const serveLog = await rpcTask(dir, { contextWindow: 26000, serve: [], config: { strategy: "user-prompts" } }, async (rpc) => {
 		let mark = rpc.mark();
 		await rpc.call({ type: "prompt", message: PROMPT }, "prompt");
 		const end = await rpc.waitAfter(mark, (ev) => ev.type === "compaction_end", "compaction_end");
@@ -679,16 +676,11 @@ async function rpcServeUserPrompts(dir, problems, facts) {
 		await rpc.call({ type: "prompt", message: "Carry on from here and report the value stored in secret.txt." }, "second prompt");
 		await rpc.waitAfter(mark, (ev) => ev.type === "agent_end", "agent_end of the second prompt");
 		const entries = readJsonl(file);
-		const at = entries.indexOf(entries.find((e) => e.id === c?.id));
-		const answer = entries.slice(at + 1).filter((e) => e.type === "message" && e.message.role === "assistant");
-		if (at < 0 || answer.length === 0) problems.push("no answer after the compaction");
+		const at = entries.findIndex((e) => e.id === c?.id);
+		if (at < 0 || !entries.slice(at + 1).some((e) => e.type === "message" && e.message.role === "assistant")) problems.push("no answer after the compaction");
 		else checkAnswer(dir, answerOf("", entries), problems, facts);
 		compareContexts(file, problems, facts);
-	} finally {
-		rpc.close();
-		upstream.stop();
-		serveLog = await serve.stop();
-	}
+	});
 	const requests = serveCompactRequests(serveLog);
 	if (!requests.some((r) => r.status === 200 && r.params.get("strategy") === "user-prompts")) problems.push(`serve's log has no answered user-prompts compaction: ${serveLog.slice(0, 300)}`);
 	else checkServeParameters(requests.at(-1), { strategy: "user-prompts", dryRun: "true", keepRecentTokens: null }, problems, facts);
