@@ -65,6 +65,16 @@ struct ServeOptions {
   // (passed to OpenAI's and ChatGPT's upstreams, answered by the proxy for
   // any other), "upstream" (always passed), "proxy" (always answered).
   std::string remote_compaction = "auto";
+  // Marks the proxy's own summary requests to the upstream with
+  // "x-compactor-request: summary" (settings "serve.markSummaryRequests"):
+  // for test harnesses whose fake upstream must tell them from a client's.
+  // Off by default: real upstreams get no internal header.
+  bool mark_summary_requests = false;
+  // Conversations the proxy keeps in memory (settings
+  // "serve.maxConversations", 1 .. 10^7): past it the least recently used
+  // idle one is evicted; it finds its summary again in the store's summary
+  // cache when it comes back: 4096.
+  size_t max_conversations = 4096;
 
   // --- limits (settings "serve" section) -----------------------------------
   // Largest request body accepted, as received and once decoded: 32 MiB. Larger: 413.

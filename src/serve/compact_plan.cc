@@ -1,6 +1,7 @@
 #include "serve/compact_plan.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "serve/upstream_summarizer.h"
@@ -65,18 +66,27 @@ int64_t BuiltinContextWindow(std::string_view model) {
   return 0;
 }
 
-std::string ConversationId(const ClientRequest& request, const HeaderList& headers) {
+std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
+                           const HeaderList& headers) {
+  std::string prefix = std::string(api.name()) + ":";
+  auto hint = request.hints.find("prompt_cache_key");
+  if (hint != request.hints.end() && !hint->second.empty()) return prefix + "key:" + hint->second;
   for (std::string_view name : {"x-claude-code-session-id", "session-id", "session_id"}) {
     std::string_view v = HeaderValue(headers, name);
-    if (!v.empty()) return std::string(v);
+    if (!v.empty()) return prefix + "session:" + std::string(v);
   }
-  auto key = request.hints.find("prompt_cache_key");
-  if (key != request.hints.end() && !key->second.empty()) return key->second;
-  uint64_t h = Fnv1a(request.api);
+  // The first message as pi reads it: cache_control markers, which clients
+  // move from request to request, are not part of it. The tools are left
+  // out: clients add tools during a conversation (an MCP server that
+  // connects late), which must not make it another conversation.
+  uint64_t h = Fnv1a(api.name());
   h = Fnv1a(request.Text(request.system), h);
-  h = Fnv1a(request.Text(request.tools), h);
-  if (!request.items.empty()) h = Fnv1a(request.Text(request.items.front()), h);
-  return "h-" + Hex(h);
+  for (size_t i = 0; i < request.items.size(); ++i) {
+    if (request.items[i].kind == ClientItemKind::kSystem) continue;
+    for (const std::string& m : api.ClientItemMessages(request, i)) h = Fnv1a(m, h);
+    break;
+  }
+  return prefix + "hash:" + Hex(h);
 }
 
 bool IsAuxiliaryRequest(const ClientRequest& request) { return request.tools.empty(); }
@@ -215,6 +225,48 @@ ConversationSummary SummaryOf(const ClientRequest& request, size_t cut, std::str
   }
   s.summary = std::move(summary);
   return s;
+}
+
+namespace {
+
+void StripCacheControl(nlohmann::ordered_json& j) {
+  if (j.is_object()) {
+    j.erase("cache_control");
+    for (auto& [key, value] : j.items()) StripCacheControl(value);
+  } else if (j.is_array()) {
+    for (auto& v : j) StripCacheControl(v);
+  }
+}
+
+// Folds one item into a prefix hash: its JSON without cache_control,
+// written back in one form (the raw bytes when it does not parse).
+uint64_t FoldItem(uint64_t h, std::string_view raw) {
+  auto j = nlohmann::ordered_json::parse(raw, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Fnv1a(raw, Fnv1a("\x1e", h));
+  StripCacheControl(j);
+  return Fnv1a(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace),
+               Fnv1a("\x1e", h));
+}
+
+std::string KeyOf(uint64_t h, size_t n) { return "p1-" + Hex(h) + "-" + std::to_string(n); }
+
+}  // namespace
+
+std::string SummaryKey(const std::vector<std::string>& prefix) {
+  uint64_t h = Fnv1a("");
+  for (const std::string& item : prefix) h = FoldItem(h, item);
+  return KeyOf(h, prefix.size());
+}
+
+std::vector<std::string> SummaryKeys(const ClientRequest& request) {
+  std::vector<std::string> keys;
+  keys.reserve(request.items.size());
+  uint64_t h = Fnv1a("");
+  for (size_t c = 0; c < request.items.size(); ++c) {
+    keys.push_back(KeyOf(h, c));
+    h = FoldItem(h, request.Text(request.items[c]));
+  }
+  return keys;
 }
 
 }  // namespace compactor::serve

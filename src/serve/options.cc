@@ -79,6 +79,13 @@ class SectionReader {
         return Bad("serve.remoteCompaction", "expected \"auto\", \"upstream\" or \"proxy\"");
       }
       o_->remote_compaction = v.get<std::string>();
+    } else if (key == "maxConversations") {
+      int64_t n = 0;
+      COMPACTOR_RETURN_IF_ERROR(Int(v, "serve.maxConversations", 1, 10'000'000, &n));
+      o_->max_conversations = static_cast<size_t>(n);
+    } else if (key == "markSummaryRequests") {
+      if (!v.is_boolean()) return Bad("serve.markSummaryRequests", "expected true or false");
+      o_->mark_summary_requests = v.get<bool>();
     } else {
       warnings_->push_back(file_ + ": unknown key \"serve." + key + "\" (ignored)");
     }
@@ -178,6 +185,23 @@ Status ValidateUpstreams(ServeOptions* o) {
   return Status::Ok();
 }
 
+// Why the proxy cannot apply `strategy` to a client's request ("" when it
+// can): the rewrite must leave a request the API accepts (docs/serve.md,
+// "Strategies in the proxy").
+std::string ProxyCannotApply(const CompactionStrategy& strategy) {
+  std::string_view name = strategy.name();
+  if (name == "summary") return "";
+  if (name == "handoff")
+    return "a handoff starts a new session, which a client's request cannot become; use summary";
+  if (name == "notes")
+    return "the notes strategy reads the agent's notes file, which the proxy does not have; use "
+           "summary";
+  if (name == "user-prompts" || name == "mask")
+    return "not applied by the proxy yet (it rewrites only a summarized prefix of the request); "
+           "use summary";
+  return "not applied by the proxy (only summary is); use summary";
+}
+
 }  // namespace
 
 Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings) {
@@ -199,6 +223,9 @@ Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings)
   }
   auto strategy = ParseStrategy(o->strategy);
   if (!strategy.ok()) return Status::InvalidArgument("--strategy: " + strategy.status().message());
+  if (std::string why = ProxyCannotApply(**strategy); !why.empty()) {
+    return Status::InvalidArgument("--strategy " + o->strategy + ": " + why);
+  }
   COMPACTOR_RETURN_IF_ERROR(ValidateSummarizer(o, settings_text));
   for (const std::string& dir : o->sessions) {
     if (dir.empty()) return Status::InvalidArgument("--sessions needs a directory");

@@ -70,6 +70,7 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
                                          : CompactHookOptions::SummarizerKind::kModels;
   compact.summarizer_models = options_.summarizer_models;
   compact.summary_deadline_ms = options_.summary_deadline_ms;
+  compact.mark_summary_requests = options_.mark_summary_requests;
   compact.remote_compaction =
       options_.remote_compaction == "upstream" ? CompactHookOptions::RemoteCompaction::kUpstream
       : options_.remote_compaction == "proxy"  ? CompactHookOptions::RemoteCompaction::kProxy
@@ -79,6 +80,9 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
     return JoinUpstream(proxy_.UpstreamFor(r.route, r.headers), r.target);
   };
   compact.on_forwarded = &on_forwarded_;
+  compact.session_of = &session_of_;
+  compact.durable_summaries = &durable_summaries_;
+  compact.max_conversations = options_.max_conversations;
   proxy_.AddHook(NewCompactHook(std::move(compact)));
 }
 
