@@ -101,7 +101,7 @@ TEST_P(UpstreamSummarizerTest, SummaryByTheClientsModelWithItsCredentials) {
   }
   // The request upstream after it carries that summary and is smaller.
   ASSERT_EQ(upstream_.request_count(), 2u);
-  const UpstreamRecord& sent = upstream_.requests()[1];
+  const UpstreamRecord sent = upstream_.requests()[1];  // a copy: requests() returns one
   EXPECT_FALSE(IsSummaryRequest(sent));
   EXPECT_NE(sent.body.find(kSummaryText), std::string::npos);
   EXPECT_LT(sent.body.size(), body.size() / 2);
@@ -146,7 +146,7 @@ TEST_P(UpstreamSummarizerTest, LongHistoryIsSummarizedInChunksInsideTheWindow) {
       EXPECT_NE(summaries[i].body.find(kSummaryText), std::string::npos) << i;
     }
   }
-  const UpstreamRecord& sent = upstream_.requests().back();
+  const UpstreamRecord sent = upstream_.requests().back();  // a copy: requests() returns one
   EXPECT_FALSE(IsSummaryRequest(sent));
   EXPECT_NE(sent.body.find(kSummaryText), std::string::npos);
 }
