@@ -48,8 +48,12 @@ struct ServeOptions {
   int64_t context_window = 0;
   // Per-model context windows from the settings file ("serve.models").
   std::map<std::string, int64_t> model_windows;
-  // The compaction strategy (compact.h's names).
+  // The compaction strategy (compact.h's names) the proxy applies: summary,
+  // user-prompts, notes or mask (docs/serve.md, "Strategies in the proxy").
   std::string strategy = "summary";
+  // notes: the notes file whose content is the summary (settings
+  // "serve.notesFile"); read at each compaction. Required by notes.
+  std::string notes_file;
   // "upstream" (default: the client's own model and credentials), "offline"
   // (the embedded summarizer) or the name of a model of the settings file.
   std::string summarizer = "upstream";

@@ -31,8 +31,10 @@ class CompactProxyHook : public ProxyHook {
         env_(options_.env ? options_.env : Env::Default()),
         conversations_(env_,
                        ConversationLimits{options_.max_conversations, options_.durable_summaries}) {
-    if (options_.summarizer == CompactHookOptions::SummarizerKind::kModels &&
-        !options_.summarizer_models.empty()) {
+    if (options_.strategy == ProxyStrategy::kNotes) {
+      owned_ = NewNotesSummarizer(env_, options_.notes_file);
+    } else if (options_.summarizer == CompactHookOptions::SummarizerKind::kModels &&
+               !options_.summarizer_models.empty()) {
       ProxySummarizerOptions o;
       o.transport = options_.transport;
       o.env = env_;
@@ -67,6 +69,7 @@ class CompactProxyHook : public ProxyHook {
   // retry), waiting at most the deadline for a summary.
   Compaction Compact(Exchange& ex, const ProviderApi& api, const ClientRequest& request,
                      const std::string& id, int harder);
+  Compaction Mask(const ProviderApi& api, const ClientRequest& request, const PlanInput& in) const;
 
   // The summary of items [0, end) for an answer the proxy must give
   // (Codex's compaction_trigger): the configured summarizer within the
@@ -77,7 +80,8 @@ class CompactProxyHook : public ProxyHook {
  private:
   std::shared_ptr<const Summarizer> SummarizerFor(const Exchange& ex,
                                                   const ClientRequest& request) const {
-    if (options_.summarizer != CompactHookOptions::SummarizerKind::kUpstream ||
+    if (options_.strategy == ProxyStrategy::kNotes ||
+        options_.summarizer != CompactHookOptions::SummarizerKind::kUpstream ||
         !options_.upstream_url) {
       return Borrow(owned_.get());
     }
@@ -94,6 +98,7 @@ class CompactProxyHook : public ProxyHook {
     return std::shared_ptr<const Summarizer>(NewUpstreamSummarizer(std::move(t), o));
   }
   int64_t SummarizerWindow(const ClientRequest& request) const {
+    if (options_.strategy == ProxyStrategy::kNotes) return 0;  // no model reads it
     switch (options_.summarizer) {
       case CompactHookOptions::SummarizerKind::kUpstream:
         return Window(request.model);
@@ -135,6 +140,11 @@ Compaction CompactProxyHook::Compact(Exchange& ex, const ProviderApi& api,
   in.keep_recent_tokens = KeepRecent(request.model) >> harder;
   in.force = harder > 0;
   if (in.threshold <= 0 && !in.force) return out;  // unknown window: recovery only
+  if (options_.strategy == ProxyStrategy::kMask) return Mask(api, request, in);
+  if (options_.strategy == ProxyStrategy::kUserPrompts) {
+    const int64_t cap = in.threshold > 0 ? in.threshold / 4 : options_.kept_prompts_tokens;
+    in.kept_prompts_budget = std::min(options_.kept_prompts_tokens, cap) >> harder;
+  }
   std::optional<ConversationSummary> prior = conversations_.Prior(id);
   // A conversation new to the table (or evicted and back) may have a
   // summary in the store's cache: the same bytes as before.
@@ -192,6 +202,28 @@ Compaction CompactProxyHook::Compact(Exchange& ex, const ProviderApi& api,
     return out;
   }
   out.why = "another request's summary did not cover this one";
+  return out;
+}
+
+// mask: old tool results masked in place; no summary, nothing to wait for.
+Compaction CompactProxyHook::Mask(const ProviderApi& api, const ClientRequest& request,
+                                  const PlanInput& in) const {
+  Compaction out;
+  MaskInput m;
+  m.threshold = in.threshold;
+  m.keep_recent_tokens = in.keep_recent_tokens;
+  m.force = in.force;
+  std::optional<MaskedRequest> masked = PlanMaskRequest(api, request, m, &out.why);
+  if (!masked) {
+    if (out.why == "under the threshold") out.why.clear();
+    return out;
+  }
+  CompactPlan plan;
+  plan.body = std::move(masked->body);
+  plan.tokens_before = masked->tokens_before;
+  plan.tokens_after = masked->tokens_after;
+  plan.masked_outputs = masked->masked;
+  out.plan = std::move(plan);
   return out;
 }
 
@@ -396,8 +428,18 @@ void CompactExchangeHook::Apply(Exchange& ex, CompactPlan plan) {
   ex.metrics().compactions().Add();
   ex.metrics().tokens_saved().Add(plan.tokens_before - plan.tokens_after);
   if (plan.reused) ex.metrics().summary_cache_hits().Add();
-  ex.set_compaction(ExchangeCompaction{plan.cut, plan.summary, plan.tokens_before,
-                                       plan.tokens_after, plan.reused});
+  if (plan.masked_outputs > 0) {
+    // Nothing cut: the recorded session keeps the client's messages.
+    ex.record().extra.emplace_back("maskedOutputs", std::to_string(plan.masked_outputs));
+  } else {
+    // user-prompts: the recorded summary carries the prompts kept ahead of it.
+    std::string recorded =
+        plan.kept_prompts.empty()
+            ? plan.summary
+            : RecordedUserPromptsSummary(*api_, request(), plan.kept_prompts, plan.summary);
+    ex.set_compaction(ExchangeCompaction{plan.cut, std::move(recorded), plan.tokens_before,
+                                         plan.tokens_after, plan.reused});
+  }
   applied_ = std::move(plan);
 }
 

@@ -27,6 +27,7 @@
 #include "compactor/summarizer.h"
 #include "serve/compact_plan.h"
 #include "serve/hooks.h"
+#include "serve/proxy_strategy.h"
 #include "serve/summary_jobs.h"
 
 namespace compactor::serve {
@@ -67,6 +68,15 @@ struct CompactHookOptions {
   // pi's defaults: threshold = window - reserve; the recent part kept.
   int64_t reserve_tokens = kDefaultReserveTokens;
   int64_t keep_recent_tokens = 20000;
+
+  // The strategy applied (proxy_strategy.h; --strategy): summary (default),
+  // user-prompts, notes (its summary the content of `notes_file`, read
+  // through `env` at each summary; REQUIRES: set for kNotes) or mask.
+  ProxyStrategy strategy = ProxyStrategy::kSummary;
+  std::string notes_file;
+  // user-prompts: the most tokens of the user's prompts kept before the cut
+  // (at most a quarter of the threshold): Kimi's 20000.
+  int64_t kept_prompts_tokens = 20000;
 
   // Who writes summaries: the client's own model through its upstream with
   // its credentials (kUpstream, the default), the embedded offline

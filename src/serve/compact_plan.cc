@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "serve/proxy_strategy.h"
 #include "serve/upstream_summarizer.h"
 
 namespace compactor::serve {
@@ -47,6 +48,16 @@ size_t ChooseCut(const ClientRequest& request, const std::vector<size_t>& cuts, 
 // System and tools: what no compaction changes.
 int64_t FixedTokens(const ClientRequest& request) {
   return EstimateRequestTokens(request) - request.ItemTokens(0, request.items.size());
+}
+
+// user-prompts: the tokens of the prompts kept ahead of the summary for `cut`.
+int64_t KeptPromptTokens(const ClientRequest& request, size_t cut, const PlanInput& input) {
+  if (input.kept_prompts_budget < 0) return 0;
+  int64_t tokens = 0;
+  for (size_t i : KeptPrompts(request, cut, input.kept_prompts_budget)) {
+    tokens += request.items[i].tokens;
+  }
+  return tokens;
 }
 
 }  // namespace
@@ -140,7 +151,8 @@ std::optional<CutDecision> DecideCut(const ProviderApi& api, const ClientRequest
   // The cached summary as is, while the kept part fits (same bytes: the
   // upstream's prompt cache keeps hitting).
   if (matched > 0 && !input.force && std::binary_search(cuts.begin(), cuts.end(), matched) &&
-      fixed + SummaryMessageTokens(input.prior->summary) + request.ItemTokens(matched, n) <=
+      fixed + SummaryMessageTokens(input.prior->summary) + request.ItemTokens(matched, n) +
+              KeptPromptTokens(request, matched, input) <=
           input.threshold) {
     d.cut = matched;
     d.reuse = true;
@@ -155,7 +167,8 @@ std::optional<CutDecision> DecideCut(const ProviderApi& api, const ClientRequest
   }
   // The no-loop guard before any summary is written: even an empty summary
   // leaves system, tools and the kept items over the threshold.
-  if (!input.force && fixed + request.ItemTokens(cut, n) > input.threshold) {
+  if (!input.force && fixed + request.ItemTokens(cut, n) + KeptPromptTokens(request, cut, input) >
+                          input.threshold) {
     *why = "compaction cannot bring the request under the threshold";
     return std::nullopt;
   }
@@ -181,6 +194,10 @@ Result<std::optional<CompactPlan>> FinishPlan(const ProviderApi& api, const Clie
   plan.summary = std::move(summary);
   plan.tokens_after =
       FixedTokens(request) + SummaryMessageTokens(plan.summary) + request.ItemTokens(plan.cut, n);
+  if (input.kept_prompts_budget >= 0) {
+    plan.kept_prompts = KeptPrompts(request, plan.cut, input.kept_prompts_budget);
+    for (size_t i : plan.kept_prompts) plan.tokens_after += request.items[i].tokens;
+  }
   // The no-loop guard: never compact when it cannot get under the threshold
   // (overflow recovery only asks for a smaller request).
   if ((!input.force && plan.tokens_after > input.threshold) ||
@@ -191,6 +208,7 @@ Result<std::optional<CompactPlan>> FinishPlan(const ProviderApi& api, const Clie
   ClientRewrite rewrite;
   rewrite.cut = plan.cut;
   rewrite.summary = SummaryMessageText(plan.summary);
+  rewrite.keep = plan.kept_prompts;
   COMPACTOR_ASSIGN_OR_RETURN(plan.body, api.RewriteClientRequest(request, rewrite));
   return std::optional<CompactPlan>(std::move(plan));
 }

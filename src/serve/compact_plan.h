@@ -74,6 +74,9 @@ struct PlanInput {
   // summary ahead), as long as the result is smaller than the request.
   bool force = false;
   const ConversationSummary* prior = nullptr;  // may be null
+  // user-prompts (proxy_strategy.h): the user's prompts before the cut kept
+  // verbatim ahead of the summary, within this many tokens; < 0: none kept.
+  int64_t kept_prompts_budget = -1;
 };
 
 // Where to cut and what the summary must cover, before any summary is
@@ -104,6 +107,10 @@ struct CompactPlan {
   int64_t tokens_before = 0;
   int64_t tokens_after = 0;
   bool reused = false;  // the cached summary was reused as is
+  // user-prompts: the items before the cut kept ahead of the summary.
+  std::vector<size_t> kept_prompts;
+  // mask: the tool results masked in place (nothing cut, no summary).
+  size_t masked_outputs = 0;
 };
 
 // The rewritten request once `summary` covers [0, decision.cut), or nullopt

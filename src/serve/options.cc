@@ -10,6 +10,7 @@
 #include "compactor/serve.h"
 #include "compactor/strategy.h"
 #include "serve/http_util.h"
+#include "serve/proxy_strategy.h"
 
 namespace compactor {
 namespace {
@@ -83,6 +84,11 @@ class SectionReader {
       int64_t n = 0;
       COMPACTOR_RETURN_IF_ERROR(Int(v, "serve.maxConversations", 1, 10'000'000, &n));
       o_->max_conversations = static_cast<size_t>(n);
+    } else if (key == "notesFile") {
+      if (!v.is_string() || v.get<std::string>().empty()) {
+        return Bad("serve.notesFile", "expected a file name");
+      }
+      o_->notes_file = v.get<std::string>();
     } else if (key == "markSummaryRequests") {
       if (!v.is_boolean()) return Bad("serve.markSummaryRequests", "expected true or false");
       o_->mark_summary_requests = v.get<bool>();
@@ -185,23 +191,6 @@ Status ValidateUpstreams(ServeOptions* o) {
   return Status::Ok();
 }
 
-// Why the proxy cannot apply `strategy` to a client's request ("" when it
-// can): the rewrite must leave a request the API accepts (docs/serve.md,
-// "Strategies in the proxy").
-std::string ProxyCannotApply(const CompactionStrategy& strategy) {
-  std::string_view name = strategy.name();
-  if (name == "summary") return "";
-  if (name == "handoff")
-    return "a handoff starts a new session, which a client's request cannot become; use summary";
-  if (name == "notes")
-    return "the notes strategy reads the agent's notes file, which the proxy does not have; use "
-           "summary";
-  if (name == "user-prompts" || name == "mask")
-    return "not applied by the proxy yet (it rewrites only a summarized prefix of the request); "
-           "use summary";
-  return "not applied by the proxy (only summary is); use summary";
-}
-
 }  // namespace
 
 Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings) {
@@ -223,8 +212,11 @@ Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings)
   }
   auto strategy = ParseStrategy(o->strategy);
   if (!strategy.ok()) return Status::InvalidArgument("--strategy: " + strategy.status().message());
-  if (std::string why = ProxyCannotApply(**strategy); !why.empty()) {
-    return Status::InvalidArgument("--strategy " + o->strategy + ": " + why);
+  // Only what keeps the client's request well-formed (docs/serve.md,
+  // "Strategies in the proxy").
+  if (auto applied = serve::ProxyStrategyOf((*strategy)->name(), !o->notes_file.empty());
+      !applied.ok()) {
+    return Status::InvalidArgument("--strategy " + o->strategy + ": " + applied.status().message());
   }
   COMPACTOR_RETURN_IF_ERROR(ValidateSummarizer(o, settings_text));
   for (const std::string& dir : o->sessions) {

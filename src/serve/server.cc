@@ -69,6 +69,10 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
       : options_.summarizer == "offline" ? CompactHookOptions::SummarizerKind::kOffline
                                          : CompactHookOptions::SummarizerKind::kModels;
   compact.summarizer_models = options_.summarizer_models;
+  // Validated by ResolveServeDefaults; an unchecked name falls back to summary.
+  auto strategy = ProxyStrategyOf(options_.strategy, !options_.notes_file.empty());
+  compact.strategy = strategy.ok() ? *strategy : ProxyStrategy::kSummary;
+  compact.notes_file = options_.notes_file;
   compact.summary_deadline_ms = options_.summary_deadline_ms;
   compact.mark_summary_requests = options_.mark_summary_requests;
   compact.remote_compaction =
