@@ -58,11 +58,11 @@ class SectionReader {
     } else if (key == "contextWindows") {
       return Windows(v);
     } else if (key == "maxBodyBytes") {
-      int64_t n;
+      int64_t n = 0;
       COMPACTOR_RETURN_IF_ERROR(Int(v, "serve.maxBodyBytes", 1024, int64_t{1} << 34, &n));
       o_->max_body_bytes = static_cast<size_t>(n);
     } else if (key == "threads") {
-      int64_t n;
+      int64_t n = 0;
       COMPACTOR_RETURN_IF_ERROR(Int(v, "serve.threads", 4, 4096, &n));
       o_->threads = static_cast<int>(n);
     } else if (key == "connectTimeoutMs") {
@@ -114,7 +114,7 @@ class SectionReader {
   Status Windows(const Json& v) {
     if (!v.is_object()) return Bad("serve.contextWindows", "expected an object of model: tokens");
     for (const auto& [model, n] : v.items()) {
-      int64_t w;
+      int64_t w = 0;
       COMPACTOR_RETURN_IF_ERROR(Int(n, "serve.contextWindows." + model, 1, int64_t{1} << 40, &w));
       o_->model_windows.emplace(model, w);
     }
