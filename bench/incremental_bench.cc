@@ -93,7 +93,7 @@ std::string EntryLine(int k, const std::string& id, const std::string& parent,
 }
 
 std::string Generate(int megabytes) {
-  const std::string path = g_dir + "/session-" + std::to_string(megabytes) + "mb.jsonl";
+  std::string path = g_dir + "/session-" + std::to_string(megabytes) + "mb.jsonl";
   compactor::SessionHeaderFields h;
   h.id = "bench-" + std::to_string(megabytes);
   h.timestamp = "2026-01-01T00:00:00.000Z";

@@ -28,7 +28,7 @@ if [ "${CI:-}" = "true" ]; then
 fi
 (cd "$root/build" && ctest --output-on-failure -j"$(nproc)" --timeout 900)
 # The sanitizer subset (docs/reliability.md, "Sanitizers"; ASan + UBSan, in
-# build-asan/ through ccache), its bounded CI slice.
+# build-asan/ through ccache), its bounded CI slice (COMPACTOR_CI_SANITIZE=0 leaves it out).
 if [ "${CI:-}" = "true" ] && [ "${COMPACTOR_CI_SANITIZE:-1}" = 1 ]; then
   "$root/scripts/sanitize.sh" --ci
 fi

@@ -41,6 +41,11 @@ EntryType EntryTypeFromName(std::string_view n) {
 // resident memory does not grow with the file (the bytes stay readable).
 constexpr size_t kReleaseThreshold = 32u << 20;
 constexpr size_t kReleaseChunk = 8u << 20;
+// The least capacity a loader's parser starts with. A line truncated by
+// another process between the parser's two passes can make one string scan
+// run up to a page past the line (posix_env.cc, "Truncation while mapped");
+// the parser's string buffer (5/3 of its capacity) then still holds it.
+constexpr size_t kMinParserCapacity = 64u << 10;
 // Files from this size are indexed by two threads (LoadOptions::threads).
 constexpr size_t kParallelThreshold = 16u << 20;
 // How many bytes before the read offset Refresh compares with what it read
@@ -627,6 +632,13 @@ void SessionState::ParseChunk(Chunk& c) {
   if (auto* parse = kernel->session_parse_chunk) return parse(this, &c);
 #endif
   simdjson::ondemand::parser parser;
+  if (parser.allocate(kMinParserCapacity) != simdjson::SUCCESS) {
+    c.out_of_memory = true;
+    c.failed = true;
+    c.fail_line = 1;
+    c.fail_message = "out of memory while reading this line";
+    return;
+  }
   Storage& st = *c.storage;
   // The range's bytes: the file's, or bytes appended to it since (Refresh).
   const char* const buf = c.data;
@@ -660,6 +672,9 @@ void SessionState::ParseChunk(Chunk& c) {
     size_t end = nl ? static_cast<size_t>(nl - buf) : c.end;
     ++line_no;
     std::string_view line(buf + pos, end - pos);
+    // Another process truncated the file: the rest is fill bytes. Load
+    // reports it; reading on would only fault in more fill.
+    if (file.truncated()) return fail(line_no, "truncated while read");
     const size_t line_begin = pos;
     const bool last_line = nl == nullptr || end + 1 >= buf_size;
     const bool torn = nl == nullptr;
