@@ -9,9 +9,13 @@
 // summarizer writes the summary); the measured requests then reuse it.
 #include <benchmark/benchmark.h>
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "serve/compact_hook.h"
+#include "serve/compact_plan.h"
 #include "serve/compact_requests.h"
 #include "serve/hooks.h"
 #include "serve/http_util.h"
@@ -33,6 +37,27 @@ class BenchExchange : public Exchange {
   }
   const ProxyRequest& request() const override { return request_; }
   Result<std::string_view> DecodedBody() override { return std::string_view(request_.body); }
+  // Read once per exchange, as the proxy does (ProxyExchange::client_request):
+  // part of what is measured.
+  std::shared_ptr<const ClientRequestView> client_request() override {
+    if (parsed_) return view_;
+    parsed_ = true;
+    const ProviderApi* api = FindProviderApi(request_.route.api);
+    if (api == nullptr) return nullptr;
+    auto read = api->ReadClientRequest(request_.body);
+    if (!read.ok()) return nullptr;
+    auto v = std::make_shared<ClientRequestView>();
+    v->api = api;
+    v->request = std::move(*read);
+    v->conversation_id = ConversationId(*api, v->request, request_.headers);
+    v->auxiliary = IsAuxiliaryRequest(v->request);
+    view_ = std::move(v);
+    return view_;
+  }
+  void set_compaction(std::optional<ExchangeCompaction> compaction) override {
+    compaction_ = std::move(compaction);
+  }
+  const std::optional<ExchangeCompaction>& compaction() const override { return compaction_; }
   void ReplaceBody(std::string body) override {
     replaced_ = true;
     forwarded_ = std::move(body);
@@ -51,6 +76,9 @@ class BenchExchange : public Exchange {
 
  private:
   ProxyRequest request_;
+  bool parsed_ = false;
+  std::shared_ptr<const ClientRequestView> view_;
+  std::optional<ExchangeCompaction> compaction_;
   RequestRecord record_;
   Metrics* metrics_;
   std::string forwarded_;
