@@ -33,6 +33,8 @@ class CompactProxyHook : public ProxyHook {
                        ConversationLimits{options_.max_conversations, options_.durable_summaries}) {
     if (options_.strategy == ProxyStrategy::kNotes) {
       owned_ = NewNotesSummarizer(env_, options_.notes_file);
+      history_ = NewOfflineSummarizer();
+      trigger_ = NewNotesWithHistorySummarizer(env_, options_.notes_file, history_.get());
     } else if (options_.summarizer == CompactHookOptions::SummarizerKind::kModels &&
                !options_.summarizer_models.empty()) {
       ProxySummarizerOptions o;
@@ -128,6 +130,10 @@ class CompactProxyHook : public ProxyHook {
   CompactHookOptions options_;
   Env* env_;
   std::unique_ptr<Summarizer> owned_;
+  // notes only: what answers a compaction trigger (the notes and the
+  // offline summary of the history it replaces), and that summarizer.
+  std::unique_ptr<Summarizer> history_;
+  std::unique_ptr<Summarizer> trigger_;
   Conversations conversations_;
 };
 
@@ -273,7 +279,9 @@ std::string CompactProxyHook::SummaryForTrigger(Exchange& ex, const ProviderApi&
   std::vector<Message> messages = d.messages;  // kept for the fallback
   bool started = false;
   // Its own job key: a trigger's summary is not the conversation's prefix summary.
-  auto job = conversations_.Start(id + "#compaction", WorkFor(ex, request, d, false), &started);
+  SummaryWork work = WorkFor(ex, request, d, false);
+  if (trigger_) work.summarizer = Borrow(trigger_.get());  // notes: not the notes alone
+  auto job = conversations_.Start(id + "#compaction", std::move(work), &started);
   if (job.ok() && conversations_.Wait(*job, options_.summary_deadline_ms, [&ex] {
         return ex.client_gone();
       }) == Conversations::WaitEnd::kDone) {

@@ -69,6 +69,23 @@ class NotesSummarizer final : public Summarizer {
   std::string path_;
 };
 
+class NotesWithHistorySummarizer final : public Summarizer {
+ public:
+  NotesWithHistorySummarizer(Env* env, std::string path, const Summarizer* history)
+      : notes_(env, std::move(path)), history_(history) {}
+  std::string_view name() const override { return "notes"; }
+  Result<std::string> Summarize(const SummaryRequest& request) const override {
+    COMPACTOR_ASSIGN_OR_RETURN(std::string history, history_->Summarize(request));
+    Result<std::string> notes = notes_.Summarize(request);
+    if (!notes.ok()) return history;
+    return "## Notes\n\n" + *notes + "\n\n" + history;
+  }
+
+ private:
+  NotesSummarizer notes_;
+  const Summarizer* history_;
+};
+
 // The name of every tool call, by call id, of the items before `end`.
 std::map<std::string, std::string> CallNames(const ClientRequest& request, size_t end) {
   std::map<std::string, std::string> names;
@@ -218,6 +235,12 @@ std::string RecordedUserPromptsSummary(const ProviderApi& api, const ClientReque
 
 std::unique_ptr<Summarizer> NewNotesSummarizer(Env* env, std::string path) {
   return std::make_unique<NotesSummarizer>(env ? env : Env::Default(), std::move(path));
+}
+
+std::unique_ptr<Summarizer> NewNotesWithHistorySummarizer(Env* env, std::string path,
+                                                          const Summarizer* history) {
+  return std::make_unique<NotesWithHistorySummarizer>(env ? env : Env::Default(), std::move(path),
+                                                      history);
 }
 
 std::optional<MaskedRequest> PlanMaskRequest(const ProviderApi& api, const ClientRequest& request,

@@ -57,6 +57,15 @@ std::string RecordedUserPromptsSummary(const ProviderApi& api, const ClientReque
 // are used. kFailedPrecondition when the file is empty.
 std::unique_ptr<Summarizer> NewNotesSummarizer(Env* env, std::string path);
 
+// notes, for an answer that replaces the client's whole history (Codex's
+// compaction_trigger): the notes alone would lose the task the model was
+// working on (Codex then starts the task over after every compaction), so
+// the summary is the notes under a "Notes" heading followed by `history`'s
+// summary of the replaced messages. Empty or unreadable notes: `history`'s
+// summary alone. `history` is not owned and must outlive the summarizer.
+std::unique_ptr<Summarizer> NewNotesWithHistorySummarizer(Env* env, std::string path,
+                                                          const Summarizer* history);
+
 struct MaskInput {
   int64_t threshold = 0;
   // Tool results within the newest `keep_recent_tokens` of items stay.

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -84,6 +85,42 @@ TEST_P(RemoteCompactionTest, TheProxyAnswersTheTriggerAndExpandsItsItemLater) {
   EXPECT_EQ(sent.dump().find("\"compaction\""), std::string::npos);
   EXPECT_EQ(sent["input"].size(), next["input"].size());
   EXPECT_EQ(sent["tools"], next["tools"]);
+}
+
+// --strategy notes: the compaction item replaces Codex's whole history, so it
+// carries the notes and the summary of that history (the notes alone lost
+// the task: Codex started it over after every compaction).
+TEST_F(ServeFixture, WithNotesTheTriggerIsAnsweredWithTheNotesAndTheHistory) {
+  const std::string notes_path = ::testing::TempDir() + "/remote_compaction_notes.md";
+  const std::string notes = "NOTES: the lexer is done; the parser is next.";
+  std::ofstream(notes_path) << "\n" << notes << "\n";
+  StartProxy([&](ServeOptions& o) {
+    o.summarizer = "offline";
+    o.strategy = "notes";
+    o.notes_file = notes_path;
+  });
+  Json trigger = Trigger(false);
+  trigger["input"][0]["content"] = "Rename the module frobnicator to widget everywhere.";
+  auto res = Fetch(port_, "POST", "/v1/responses", kHeaders, trigger.dump());
+  ASSERT_TRUE(res.has_value());
+  ASSERT_EQ(res->status, 200) << res->body;
+  Json items = OutputItems(*res);
+  ASSERT_EQ(items.size(), 1u) << res->body;
+  std::string content = items[0]["encrypted_content"];
+  ASSERT_EQ(content.rfind(serve::kProxyCompaction, 0), 0u);
+  std::string summary = content.substr(serve::kProxyCompaction.size());
+  EXPECT_NE(summary.find(notes), std::string::npos) << summary;
+  EXPECT_NE(summary.find("frobnicator"), std::string::npos) << "the task survives:\n" << summary;
+
+  // Emptied notes: the history's summary alone, still no failure.
+  std::ofstream(notes_path) << "  \n";
+  trigger["input"][0]["content"] = "Port the build from make to cmake.";
+  auto res2 = Fetch(port_, "POST", "/v1/responses", kHeaders, trigger.dump());
+  ASSERT_TRUE(res2.has_value());
+  ASSERT_EQ(res2->status, 200) << res2->body;
+  std::string content2 = OutputItems(*res2)[0]["encrypted_content"];
+  EXPECT_EQ(content2.find("NOTES:"), std::string::npos);
+  EXPECT_NE(content2.find("make to cmake"), std::string::npos) << content2;
 }
 
 INSTANTIATE_TEST_SUITE_P(StreamOrNot, RemoteCompactionTest, ::testing::Bool(),
