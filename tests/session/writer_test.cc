@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -146,6 +147,36 @@ TEST(WriterPosix, TheLockFileOutlivesARewrite) {
   busy.lock_timeout_ms = 20;
   EXPECT_EQ(AppendLines(path, {"{\"b\":2}"}, busy).code(), StatusCode::kUnavailable);
   EXPECT_EQ(testing::ReadFileOrDie(path), kHeader + "\n");
+}
+
+// Another process truncates the session while the rewrite reads it (the
+// real file system, whose mapping then reads fill bytes past the new end):
+// text rebuilt from those bytes must not replace the file.
+TEST(WriterRewrite, AFileTruncatedWhileItWasReadIsNotRewritten) {
+  testing::TempDir d;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::string text = kHeader + "\n";
+  while (text.size() < page * 16) {
+    text += R"({"type":"custom","customType":"x","data":")" + std::string(200, 'y') + "\"}\n";
+  }
+  const std::string path = d.Write("s.jsonl", text);
+  const off_t cut = static_cast<off_t>(page + 10);
+  SessionRewriteOptions o;
+  o.keep_backup = false;
+  Result<SessionRewriteResult> r = RewriteSessionFile(
+      path,
+      [&](std::string_view old) -> Result<std::string> {
+        EXPECT_EQ(::truncate(path.c_str(), cut), 0);
+        // Reading on past the new end, as a rebuild reads every line.
+        return std::string(old);
+      },
+      o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("truncated by another process while it was read; nothing written"));
+  // What the other process left, not the rebuilt text.
+  EXPECT_EQ(testing::ReadFileOrDie(path), text.substr(0, static_cast<size_t>(cut)));
 }
 
 }  // namespace
