@@ -422,10 +422,30 @@ bool IsExitLine(std::string_view lower_line) {
   return lower_line.find("exited with code") != std::string_view::npos;
 }
 
+constexpr std::array<std::string_view, 14> kErrorWords = {
+    "error",     "fail",      "exception", "traceback",    "panic",    "fatal",  "cannot",
+    "not found", "undefined", "denied",    "no such file", "expected", "assert", "segmentation"};
+
+// The first line of the output that names an error: where the failure began
+// (the failing test), which the summary line of a runner does not name.
+std::string FirstErrorLine(std::string_view text) {
+  size_t b = 0;
+  while (b < text.size() && b < kScanWindow) {
+    size_t e = text.find('\n', b);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view line = Trim(text.substr(b, e - b));
+    b = e + 1;
+    if (line.empty() || line.size() > 2000) continue;
+    std::string lower = Lower(line);
+    if (IsExitLine(lower)) continue;
+    for (std::string_view w : kErrorWords) {
+      if (lower.find(w) != std::string::npos) return OneLine(line, kErrorLineMax);
+    }
+  }
+  return "";
+}
+
 std::string ErrorLine(std::string_view text, bool fallback = true) {
-  static constexpr std::array<std::string_view, 14> kErrorWords = {
-      "error",     "fail",      "exception", "traceback",    "panic",    "fatal",  "cannot",
-      "not found", "undefined", "denied",    "no such file", "expected", "assert", "segmentation"};
   // Search the lowered head and tail of the output; report the first line
   // holding the most telling word.
   std::string scanned;
@@ -496,6 +516,10 @@ std::string ErrorContext(std::string_view output, const std::string& error_line)
   if (p == std::string_view::npos) return error_line;
   size_t b = output.find('\n', p);
   std::string out = error_line;
+  std::string first = FirstErrorLine(output);
+  if (!first.empty() && first != error_line && out.find(first) == std::string::npos) {
+    out = first + " / " + out;
+  }
   for (int added = 0, seen = 0; b != std::string_view::npos && added < 2 && seen < 6; ++seen) {
     size_t e = output.find('\n', b + 1);
     std::string_view line =

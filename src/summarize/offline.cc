@@ -409,7 +409,10 @@ class Composer {
       }
       Add(kDone, line, 0, 1LL << 40);
     }
-    if (!reqs.empty()) {
+    // The request under way, unless it is the goal stated above (a turn
+    // prefix's only request): each item once.
+    if (!reqs.empty() &&
+        (request_.kind != SummaryKind::kTurnPrefix || reqs.back().order != goal_order_)) {
       const summarize::Request& last = reqs.back();
       std::string line = "- [ ] " + RequestText(last, 300, false);
       if (!last.modified.empty()) line += " (changed so far: " + FileList(last.modified, 8) + ")";
