@@ -10,7 +10,7 @@
 // the user. README.md describes the configuration.
 import { findBinary } from "./lib/binary.js";
 import { handoffMessage, report, SUBCOMMANDS } from "./lib/commands.js";
-import { computeCompaction } from "./lib/compact.js";
+import { computeCompaction, usesService } from "./lib/compact.js";
 import { loadConfig } from "./lib/config.js";
 import { rewriteContext } from "./lib/context.js";
 import { computeBranchSummary } from "./lib/tree.js";
@@ -79,8 +79,9 @@ export default function piCompactor(pi) {
 
 	pi.on("session_before_compact", async (event, ctx) => {
 		const { config, error } = current(ctx);
-		// With a service configured the compaction needs no binary.
-		const viaService = Boolean(config.serve) && !error;
+		// With a service configured the compaction needs no binary (except
+		// for notes, see usesService).
+		const viaService = usesService(config) && !error;
 		const bin = viaService ? null : binaryOr(ctx, "pi compacts by itself");
 		if (!viaService && bin === null) return undefined;
 		const say = notifier(ctx);

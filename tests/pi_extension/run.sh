@@ -28,6 +28,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# pi runs in each scenario's workspace: the binary's path must not be relative.
+case $compactor in /*) ;; *) compactor=$PWD/$compactor ;; esac
+
 if [ -z "${PI_EXTENSION_IN_NETNS:-}" ]; then
   clients=$("$root/tests/clients/install.sh" pi 2>"${TMPDIR:-/tmp}/pi_extension_install.$$")
   status=$?

@@ -11,6 +11,14 @@ export function compactionStrategy(config) {
 	return config.strategy === "mask" ? "summary" : config.strategy;
 }
 
+// Whether the compaction is asked from the configured `compactor serve`. Not
+// for notes: the notes file is on this side, and the service API takes no
+// notes (a remote serve could not read a local path anyway), so the binary
+// compacts with it.
+export function usesService(config) {
+	return Boolean(config.serve) && compactionStrategy(config) !== "notes";
+}
+
 function compactArgs(file, config, preparation, customInstructions) {
 	const args = ["compact", file, "--json", "--dry-run", "-q", "--strategy", compactionStrategy(config)];
 	if (compactionStrategy(config) === "summary") args.push("--summarizer", config.summarizer);
@@ -79,7 +87,7 @@ export function toPiCompaction(result, branchEntries, config) {
 		durationMs: result.durationMs,
 	};
 	if (result.keptUserMessageCount != null) figures.keptUserMessageCount = result.keptUserMessageCount;
-	if (config.serve) figures.serve = config.serve;
+	if (usesService(config)) figures.serve = config.serve;
 	return {
 		compaction: {
 			summary: entry.summary,
@@ -98,7 +106,7 @@ export async function computeCompaction({ bin, config, event, sessionManager }) 
 	return withScratch(async (scratch) => {
 		const file = scratch.writeSession("branch.jsonl", sessionManager, branchEntries);
 		let result;
-		if (config.serve) {
+		if (usesService(config)) {
 			result = await viaServe(config, readFileSync(file), preparation, customInstructions, signal);
 		} else {
 			result = await runJson(bin, compactArgs(file, config, preparation, customInstructions), { timeoutMs: config.timeoutMs, signal });
