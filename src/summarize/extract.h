@@ -25,13 +25,13 @@ struct Statement {
   int64_t order = 0;   // message index (previous-summary items are negative)
   std::string text;    // one line, clipped
   std::string reason;  // decisions: the rationale ("" when none was stated)
-  // Decisions: the option turned down in the same sentence ("X over Y", "X,
-  // not Y"); shown marked as rejected, never as the decision.
-  std::string rejected;
   bool superseded = false;
   // What it is (0 constraint, 1 decision, 2 goal): similarity only retires
   // statements of the same kind; an explicit "instead of" crosses kinds.
   int kind = 0;
+  // Decisions: the option turned down in the same sentence ("X over Y", "X,
+  // not Y"); shown marked as rejected, never as the decision.
+  std::string rejected;
 };
 
 // What a user message is, by its form and its place in the conversation: a
