@@ -61,8 +61,9 @@ struct FileInfo {
 // possible, a copy. The bytes stay valid and unchanged while the object
 // lives; they are NOT guaranteed to reflect later writes by others.
 // Truncation by another process while the file is mapped: the POSIX Env
-// catches the fault (SIGBUS) a read past the new end raises, maps zero pages
-// over the lost range and marks the mapping truncated() instead of letting
+// catches the fault (SIGBUS) a read past the new end raises, maps pages of
+// double quotes over the lost range (docs/env.md says why quotes) and marks
+// the mapping truncated() instead of letting
 // the process die; loaders check the mark and fail with "PATH: truncated by
 // another process while it was read". (Writers that rewrite a session still
 // replace it atomically, never truncate it.)

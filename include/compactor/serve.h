@@ -48,8 +48,12 @@ struct ServeOptions {
   int64_t context_window = 0;
   // Per-model context windows from the settings file ("serve.models").
   std::map<std::string, int64_t> model_windows;
-  // The compaction strategy (compact.h's names).
+  // The compaction strategy (compact.h's names) the proxy applies: summary,
+  // user-prompts, notes or mask (docs/serve.md, "Strategies in the proxy").
   std::string strategy = "summary";
+  // notes: the notes file whose content is the summary (settings
+  // "serve.notesFile"); read at each compaction. Required by notes.
+  std::string notes_file;
   // "upstream" (default: the client's own model and credentials), "offline"
   // (the embedded summarizer) or the name of a model of the settings file.
   std::string summarizer = "upstream";
@@ -65,6 +69,16 @@ struct ServeOptions {
   // (passed to OpenAI's and ChatGPT's upstreams, answered by the proxy for
   // any other), "upstream" (always passed), "proxy" (always answered).
   std::string remote_compaction = "auto";
+  // Marks the proxy's own summary requests to the upstream with
+  // "x-compactor-request: summary" (settings "serve.markSummaryRequests"):
+  // for test harnesses whose fake upstream must tell them from a client's.
+  // Off by default: real upstreams get no internal header.
+  bool mark_summary_requests = false;
+  // Conversations the proxy keeps in memory (settings
+  // "serve.maxConversations", 1 .. 10^7): past it the least recently used
+  // idle one is evicted; it finds its summary again in the store's summary
+  // cache when it comes back: 4096.
+  size_t max_conversations = 4096;
 
   // --- limits (settings "serve" section) -----------------------------------
   // Largest request body accepted, as received and once decoded: 32 MiB. Larger: 413.

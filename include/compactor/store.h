@@ -98,6 +98,16 @@ class SessionStore {
   virtual Status SetConversation(std::string_view conversation, std::string_view session_id) = 0;
   virtual std::optional<std::string> FindConversation(std::string_view conversation) = 0;
 
+  // The summary cache of the proxy: summary texts by key (the hash of the
+  // conversation items a summary replaced), so that a conversation the
+  // proxy forgot (evicted, restarted) gets the identical summary bytes
+  // again, and Codex's compaction items can refer to their summary. Durable
+  // when PutSummary returns; survives restarts; a key put again keeps the
+  // last text. The defaults are a store without a cache: PutSummary is
+  // kUnsupported, FindSummary finds nothing.
+  virtual Status PutSummary(std::string_view key, std::string_view summary);
+  virtual std::optional<std::string> FindSummary(std::string_view key);
+
  protected:
   SessionStore() = default;
 };
@@ -125,7 +135,9 @@ struct DirectoryStoreOptions {
 // the same id, the writable directory wins, then the first path in byte
 // order. The conversation index is the file `.compactor/conversations.jsonl`
 // of the writable directory (one {"conversation","session"} object a line,
-// appended; the last line of a conversation wins). Errors: the writable
+// appended; the last line of a conversation wins), the summary cache its
+// `.compactor/summaries.jsonl` (one {"key","summary"} object a line, the
+// same way). Errors: the writable
 // directory cannot be created, the conversation index cannot be read.
 Result<std::unique_ptr<SessionStore>> NewDirectoryStore(const DirectoryStoreOptions& options);
 

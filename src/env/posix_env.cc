@@ -127,9 +127,19 @@ Result<int> OpenForReading(const std::string& path) {
 // truncated raises SIGBUS, whose default action kills the process without a
 // word. Mappings made by MapFile are registered in a fixed table the signal
 // handler can read without locks; for a fault inside one, the handler maps
-// zero pages over the rest of that mapping (the faulting read then resumes
-// and sees zeros) and marks it truncated, so the loader can fail with a
-// clear error. Any other SIGBUS keeps its previous disposition.
+// fill pages over the lost range (the faulting read then resumes) and marks
+// the mapping truncated, so the loader stops and fails with a clear error.
+// Any other SIGBUS keeps its previous disposition.
+//
+// The fill is double quotes, not zeros: a JSON parser indexes a line's
+// structure first and reads its strings afterwards, scanning each to its
+// closing quote. When the line vanishes in between, a scan through zeros
+// would run past the line (a parser buffer overflow, then a SEGV); a quote
+// ends it at the first fill byte. The one page the kernel zero-fills instead
+// (the partial page at the new end of the file) is bounded by the next page,
+// which faults and gets quotes; the loader gives its parser room for that
+// overrun (kMinParserCapacity in session.cc). Every mapping has one spare
+// page past its end for the same reason: the scan stops there too.
 
 struct MappingSlot {
   std::atomic<uintptr_t> begin{0};  // 0: free
@@ -139,6 +149,10 @@ struct MappingSlot {
 constexpr size_t kMappingSlots = 256;
 MappingSlot g_mappings[kMappingSlots];
 struct sigaction g_previous_sigbus;
+// Fill pages are mapped this many bytes at a time from one shared memfd, so
+// the few faults a stopping loader takes cost few mappings and no memory.
+constexpr size_t kFillBytes = size_t{1} << 20;
+int g_fill_fd = -1;  // a memfd of kFillBytes quotes; -1: zero pages instead
 
 size_t PageSize() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -155,9 +169,12 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
       if (begin == 0 || addr < begin || addr >= begin + length) continue;
       const uintptr_t page = addr & ~(static_cast<uintptr_t>(PageSize()) - 1);
       const uintptr_t end = (begin + length + PageSize() - 1) & ~(PageSize() - 1);
-      void* zeros = mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-      if (zeros == MAP_FAILED) break;  // cannot recover: die as before
+      void* fill = g_fill_fd >= 0
+                       ? mmap(reinterpret_cast<void*>(page), std::min(end - page, kFillBytes),
+                              PROT_READ, MAP_PRIVATE | MAP_FIXED, g_fill_fd, 0)
+                       : mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      if (fill == MAP_FAILED) break;  // cannot recover: die as before
       slot.truncated.store(true, std::memory_order_release);
       return;  // the faulting read is retried and sees zeros
     }
@@ -180,8 +197,25 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
   if (info->si_code <= 0) raise(SIGBUS);
 }
 
+// The memfd of quotes for OnSigbus, or -1 when it cannot be made (the
+// handler then maps zero pages, which stop no scan: see above).
+int MakeFillFd() {
+  const int fd = memfd_create("compactor-truncated-fill", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  const std::string quotes(size_t{1} << 16, '"');
+  for (size_t off = 0; off < kFillBytes; off += quotes.size()) {
+    if (pwrite(fd, quotes.data(), quotes.size(), static_cast<off_t>(off)) !=
+        static_cast<ssize_t>(quotes.size())) {
+      close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
 void InstallSigbusHandlerOnce() {
   static const bool installed = [] {
+    g_fill_fd = MakeFillFd();
     struct sigaction sa {};
     sa.sa_sigaction = OnSigbus;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -219,9 +253,10 @@ MappingSlot* RegisterMapping(const char* data, size_t size) {
 // SIGBUS handler above while it lives.
 class PosixMappedFile final : public MappedFile {
  public:
-  PosixMappedFile(const char* data, size_t size, const FileIdentity& id, MappingSlot* slot,
-                  std::string path)
-      : MappedFile(data, size, id), slot_(slot), path_(std::move(path)) {}
+  // `mapped` bytes are mapped at `data` (the file's `size` plus the spare page).
+  PosixMappedFile(const char* data, size_t size, size_t mapped, const FileIdentity& id,
+                  MappingSlot* slot, std::string path)
+      : MappedFile(data, size, id), mapped_(mapped), slot_(slot), path_(std::move(path)) {}
   ~PosixMappedFile() override {
     if (slot_ != nullptr) {
       if (truncated()) {
@@ -231,7 +266,7 @@ class PosixMappedFile final : public MappedFile {
       slot_->length.store(0, std::memory_order_release);
       slot_->begin.store(0, std::memory_order_release);
     }
-    if (size() > 0) munmap(const_cast<char*>(data()), size());
+    if (mapped_ > 0) munmap(const_cast<char*>(data()), mapped_);
   }
   bool truncated() const override {
     return slot_ != nullptr && slot_->truncated.load(std::memory_order_acquire);
@@ -245,6 +280,7 @@ class PosixMappedFile final : public MappedFile {
   }
 
  private:
+  size_t mapped_;      // 0 for an empty file
   MappingSlot* slot_;  // null for an empty file
   std::string path_;
 };
@@ -370,17 +406,20 @@ class PosixEnv final : public Env {
     const FileIdentity id = IdentityOf(st);
     const size_t size = static_cast<size_t>(st.st_size);
     if (size == 0)
-      return std::unique_ptr<MappedFile>(new PosixMappedFile("", 0, id, nullptr, path));
-    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+      return std::unique_ptr<MappedFile>(new PosixMappedFile("", 0, 0, id, nullptr, path));
+    // One spare page past the file's last page: nothing reads it unless the
+    // file is truncated meanwhile (see "Truncation while mapped").
+    const size_t mapped = (size + PageSize() - 1) / PageSize() * PageSize() + PageSize();
+    void* p = mmap(nullptr, mapped, PROT_READ, MAP_PRIVATE, fd.get(), 0);
     if (p != MAP_FAILED) {
-      MappingSlot* slot = RegisterMapping(static_cast<const char*>(p), size);
+      MappingSlot* slot = RegisterMapping(static_cast<const char*>(p), mapped);
       if (slot != nullptr) {
         madvise(p, size, MADV_SEQUENTIAL);
         return std::unique_ptr<MappedFile>(
-            new PosixMappedFile(static_cast<const char*>(p), size, id, slot, path));
+            new PosixMappedFile(static_cast<const char*>(p), size, mapped, id, slot, path));
       }
       // Every slot taken: a mapping the handler cannot guard is not used.
-      munmap(p, size);
+      munmap(p, mapped);
     }
     // Some file systems cannot map: read the bytes instead.
     auto bytes = std::make_unique<std::string>();

@@ -16,7 +16,7 @@
 #include "compactor/strategy.h"
 #include "compactor/summarizer.h"
 #include "compactor/writer.h"
-#include "serve/compact_hook.h"
+#include "serve/upstream_summarizer.h"
 
 namespace compactor::serve {
 namespace {
@@ -129,6 +129,79 @@ Result<std::unique_ptr<Summarizer>> SummarizerFor(const std::string& name,
   return NewLlmSummarizer(std::move(o));
 }
 
+// The model endpoint of a registered API.
+std::string_view ApiPath(std::string_view api) {
+  if (api == "anthropic") return "/v1/messages";
+  if (api == "openai-responses") return "/v1/responses";
+  if (api == "openai-chat") return "/v1/chat/completions";
+  return "";
+}
+
+// The session's model: its latest model_change entry's.
+std::string SessionModel(const Session& s) {
+  for (size_t i = s.size(); i-- > 0;) {
+    const Entry& e = s.entry(i);
+    if (e.type == EntryType::kModelChange && !e.model.empty()) return std::string(e.model);
+  }
+  return "";
+}
+
+// A request's error with its own code (400 unless said otherwise).
+struct ApiError {
+  int status = 400;
+  std::string code, message;
+};
+
+// `summarizer=upstream`: summaries by the serve's upstream, with the
+// caller's own credentials (its Authorization or x-api-key field, sent with
+// the summary requests only: never stored, never logged, redacted from
+// errors). The API is the `api` parameter, else anthropic for an x-api-key
+// caller and openai-responses otherwise; the model is the `model`
+// parameter, else the session's. Errors: no upstream for that API
+// (upstream_unavailable), no credentials (credentials_required), no model.
+Result<std::unique_ptr<Summarizer>> UpstreamSummarizer(
+    const ServiceRequest& req, const Params& p, const Session& s,
+    const std::function<std::string(const std::string&)>& upstream_url, Env* env, ApiError* err) {
+  HeaderList credentials;
+  for (const auto& [name, value] : req.headers) {
+    if (EqualsIgnoreCase(name, "authorization") || EqualsIgnoreCase(name, "x-api-key"))
+      credentials.emplace_back(name, value);
+  }
+  std::string api = p.Str("api");
+  if (api.empty()) api = HasHeader(credentials, "x-api-key") ? "anthropic" : "openai-responses";
+  if (ApiPath(api).empty()) {
+    *err = {400, "invalid_argument",
+            "api: expected anthropic, openai-responses or openai-chat, got \"" + api + "\""};
+    return Status::InvalidArgument(err->message);
+  }
+  std::string url = upstream_url ? upstream_url(api) : "";
+  if (url.empty()) {
+    *err = {400, "upstream_unavailable",
+            "summarizer=upstream needs an upstream for " + api + " (compactor serve --upstream)"};
+    return Status::InvalidArgument(err->message);
+  }
+  if (credentials.empty()) {
+    *err = {400, "credentials_required",
+            "summarizer=upstream sends the summary requests with the caller's credentials: send "
+            "\"Authorization\" or \"x-api-key\" for the upstream"};
+    return Status::InvalidArgument(err->message);
+  }
+  std::string model = p.Str("model");
+  if (model.empty()) model = SessionModel(s);
+  if (model.empty()) {
+    *err = {400, "invalid_argument", "summarizer=upstream: the session names no model; pass model"};
+    return Status::InvalidArgument(err->message);
+  }
+  UpstreamSummaryTarget t;
+  t.api = api;
+  t.url = std::move(url);
+  t.model = std::move(model);
+  t.headers = std::move(credentials);
+  ProxySummarizerOptions o;
+  o.env = env;
+  return NewUpstreamSummarizer(std::move(t), o);
+}
+
 std::string IsoOf(int64_t ms) {
   // NowIsoTimestamp formats the clock of an Env; a fixed clock formats `ms`.
   class At : public EnvWrapper {
@@ -215,14 +288,26 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
   svc->recorder_ = std::make_unique<ConversationRecorder>(std::move(ro));
   svc->hook_ = std::make_shared<RecordingHook>(svc->recorder_.get());
   server.proxy().AddHook(svc->hook_);
-  // The compaction hook reports what it forwarded: its compaction becomes
-  // the recorded session's compaction entry.
-  server.set_on_forwarded([](const ForwardedExchange& f) {
-    if (!f.compaction) return;
-    RecordingHook::NoteCompactionOnThisThread(f.compaction->cut, f.compaction->summary,
-                                              static_cast<double>(f.compaction->tokens_before),
-                                              f.compaction->tokens_after);
-  });
+  // x-compactor-session names the recorded session, the id the API takes.
+  ConversationRecorder* recorder = svc->recorder_.get();
+  server.set_session_resolver(
+      [recorder](const std::string& conversation) { return recorder->SessionFor(conversation); });
+  // The proxy's summaries survive its conversation table and restarts.
+  SessionStore* store = svc->store_.get();
+  DurableSummaries durable;
+  durable.put = [store](const std::string& key, const std::string& summary) {
+    Status s = store->PutSummary(key, summary);
+    if (!s.ok())
+      std::fprintf(stderr, "compactor: warning: summary cache: %s\n", s.message().c_str());
+  };
+  durable.find = [store](const std::string& key) { return store->FindSummary(key); };
+  server.set_durable_summaries(std::move(durable));
+  Server* srv = &server;  // outlives the service's requests
+  svc->upstream_url_ = [srv](const std::string& api) -> std::string {
+    std::string_view path = ApiPath(api);
+    std::string root = srv->proxy().UpstreamFor(ClassifyPath(path), {});
+    return root.empty() || path.empty() ? "" : JoinUpstream(root, path);
+  };
   svc->Register(server.router());
   return svc;
 }
@@ -351,14 +436,36 @@ Status FillCompactOptions(const Params& p, const CompactionSettings& base,
   if (auto name = p.Get("strategy"); name && !name->empty()) {
     COMPACTOR_ASSIGN_OR_RETURN(o->strategy, ParseStrategy(*name));
   }
-  COMPACTOR_ASSIGN_OR_RETURN(
-      *summarizer, SummarizerFor(p.Str("summarizer"), models, o->settings.reserve_tokens));
-  o->summarizer = summarizer->get();
+  // summarizer=upstream is made once the session is read (its model).
+  if (p.Str("summarizer") != "upstream") {
+    COMPACTOR_ASSIGN_OR_RETURN(
+        *summarizer, SummarizerFor(p.Str("summarizer"), models, o->settings.reserve_tokens));
+    o->summarizer = summarizer->get();
+  }
   o->instructions = p.Str("instructions");
   if (auto leaf = p.Get("leaf")) o->leaf_id = *leaf;
   COMPACTOR_ASSIGN_OR_RETURN(o->only_if_needed, p.Bool("ifNeeded"));
   COMPACTOR_ASSIGN_OR_RETURN(o->dry_run, p.Bool("dryRun"));
   return Status::Ok();
+}
+
+// For summarizer=upstream: sets `*summarizer` and `*use`, or answers `res`
+// with the error and returns false. True and nothing set for any other
+// summarizer.
+bool UseUpstreamSummarizer(const ServiceRequest& req, const Params& p, const Session& s,
+                           const std::function<std::string(const std::string&)>& upstream_url,
+                           Env* env, std::unique_ptr<Summarizer>* summarizer,
+                           const Summarizer** use, ServiceResponse& res) {
+  if (p.Str("summarizer") != "upstream") return true;
+  ApiError e;
+  auto u = UpstreamSummarizer(req, p, s, upstream_url, env, &e);
+  if (!u.ok()) {
+    ServiceError(res, e.status, e.code, e.message);
+    return false;
+  }
+  *summarizer = std::move(u).value();
+  *use = summarizer->get();
+  return true;
 }
 
 }  // namespace
@@ -377,6 +484,8 @@ void SessionService::Compact(const ServiceRequest& req, ServiceResponse& res) {
   lo.message_observer = TokenEstimateObserver();
   auto s = store_->Load(id, lo);
   if (!s.ok()) return Fail(res, s.status());
+  if (!UseUpstreamSummarizer(req, *p, **s, upstream_url_, env_, &summarizer, &o.summarizer, res))
+    return;
   auto c = ComputeCompaction(**s, o);
   if (!c.ok()) return Fail(res, c.status());
   if (c->result.compacted && !o.dry_run) {
@@ -426,12 +535,18 @@ void SessionService::Branch(const ServiceRequest& req, ServiceResponse& res) {
   o.instructions = p->Str("instructions");
   o.label = p->Str("label");
   o.env = env_;
-  auto summarizer = SummarizerFor(p->Str("summarizer"), models_, o.reserve_tokens);
-  if (!summarizer.ok()) return Fail(res, summarizer.status());
-  o.summarizer = summarizer->get();
+  std::unique_ptr<Summarizer> summarizer;
+  if (p->Str("summarizer") != "upstream") {
+    auto made = SummarizerFor(p->Str("summarizer"), models_, o.reserve_tokens);
+    if (!made.ok()) return Fail(res, made.status());
+    summarizer = std::move(made).value();
+    o.summarizer = summarizer.get();
+  }
   if (!o.dry_run && !Writable(*store_, id, res)) return;
   auto s = store_->Load(id);
   if (!s.ok()) return Fail(res, s.status());
+  if (!UseUpstreamSummarizer(req, *p, **s, upstream_url_, env_, &summarizer, &o.summarizer, res))
+    return;
   auto r = ComputeBranch(**s, o);
   if (!r.ok()) return Fail(res, r.status());
   if (!r->noop && !o.dry_run && !r->appended.empty()) {
@@ -456,6 +571,8 @@ void SessionService::CompactStateless(const ServiceRequest& req, ServiceResponse
   lo.message_observer = TokenEstimateObserver();
   auto s = Session::FromString(req.body, "the request body", lo);
   if (!s.ok()) return Fail(res, s.status());
+  if (!UseUpstreamSummarizer(req, *p, **s, upstream_url_, env_, &summarizer, &o.summarizer, res))
+    return;
   auto c = ComputeCompaction(**s, o);
   if (!c.ok()) return Fail(res, c.status());
   std::unique_ptr<Session> after;

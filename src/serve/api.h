@@ -10,6 +10,7 @@
 #ifndef COMPACTOR_SRC_SERVE_API_H_
 #define COMPACTOR_SRC_SERVE_API_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,7 +40,6 @@ class SessionService {
 
   SessionStore& store() { return *store_; }
   ConversationRecorder& recorder() { return *recorder_; }
-  RecordingHook& recording_hook() { return *hook_; }
 
  private:
   SessionService() = default;
@@ -56,6 +56,9 @@ class SessionService {
   void CompactStateless(const ServiceRequest& req, ServiceResponse& res);
 
   Env* env_ = nullptr;
+  // The upstream URL of an API's model endpoint ("" when serve has none for
+  // it): where `summarizer=upstream` sends its summary requests.
+  std::function<std::string(const std::string& api)> upstream_url_;
   CompactionSettings settings_;
   std::vector<ModelConfig> models_;
   std::unique_ptr<SessionStore> store_;

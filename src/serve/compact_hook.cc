@@ -29,9 +29,12 @@ class CompactProxyHook : public ProxyHook {
   explicit CompactProxyHook(CompactHookOptions options)
       : options_(std::move(options)),
         env_(options_.env ? options_.env : Env::Default()),
-        conversations_(env_) {
-    if (options_.summarizer == CompactHookOptions::SummarizerKind::kModels &&
-        !options_.summarizer_models.empty()) {
+        conversations_(env_,
+                       ConversationLimits{options_.max_conversations, options_.durable_summaries}) {
+    if (options_.strategy == ProxyStrategy::kNotes) {
+      owned_ = NewNotesSummarizer(env_, options_.notes_file);
+    } else if (options_.summarizer == CompactHookOptions::SummarizerKind::kModels &&
+               !options_.summarizer_models.empty()) {
       ProxySummarizerOptions o;
       o.transport = options_.transport;
       o.env = env_;
@@ -66,6 +69,7 @@ class CompactProxyHook : public ProxyHook {
   // retry), waiting at most the deadline for a summary.
   Compaction Compact(Exchange& ex, const ProviderApi& api, const ClientRequest& request,
                      const std::string& id, int harder);
+  Compaction Mask(const ProviderApi& api, const ClientRequest& request, const PlanInput& in) const;
 
   // The summary of items [0, end) for an answer the proxy must give
   // (Codex's compaction_trigger): the configured summarizer within the
@@ -76,7 +80,8 @@ class CompactProxyHook : public ProxyHook {
  private:
   std::shared_ptr<const Summarizer> SummarizerFor(const Exchange& ex,
                                                   const ClientRequest& request) const {
-    if (options_.summarizer != CompactHookOptions::SummarizerKind::kUpstream ||
+    if (options_.strategy == ProxyStrategy::kNotes ||
+        options_.summarizer != CompactHookOptions::SummarizerKind::kUpstream ||
         !options_.upstream_url) {
       return Borrow(owned_.get());
     }
@@ -89,9 +94,11 @@ class CompactProxyHook : public ProxyHook {
     ProxySummarizerOptions o;
     o.transport = options_.transport;
     o.env = env_;
+    o.mark_requests = options_.mark_summary_requests;
     return std::shared_ptr<const Summarizer>(NewUpstreamSummarizer(std::move(t), o));
   }
   int64_t SummarizerWindow(const ClientRequest& request) const {
+    if (options_.strategy == ProxyStrategy::kNotes) return 0;  // no model reads it
     switch (options_.summarizer) {
       case CompactHookOptions::SummarizerKind::kUpstream:
         return Window(request.model);
@@ -133,7 +140,15 @@ Compaction CompactProxyHook::Compact(Exchange& ex, const ProviderApi& api,
   in.keep_recent_tokens = KeepRecent(request.model) >> harder;
   in.force = harder > 0;
   if (in.threshold <= 0 && !in.force) return out;  // unknown window: recovery only
+  if (options_.strategy == ProxyStrategy::kMask) return Mask(api, request, in);
+  if (options_.strategy == ProxyStrategy::kUserPrompts) {
+    const int64_t cap = in.threshold > 0 ? in.threshold / 4 : options_.kept_prompts_tokens;
+    in.kept_prompts_budget = std::min(options_.kept_prompts_tokens, cap) >> harder;
+  }
   std::optional<ConversationSummary> prior = conversations_.Prior(id);
+  // A conversation new to the table (or evicted and back) may have a
+  // summary in the store's cache: the same bytes as before.
+  if (!prior) prior = conversations_.Restore(id, request);
   // Two rounds: a request that joined another request's summary plans again
   // with it (usually reusing it as is), then may start its own.
   for (int round = 0; round < 2; ++round) {
@@ -187,6 +202,28 @@ Compaction CompactProxyHook::Compact(Exchange& ex, const ProviderApi& api,
     return out;
   }
   out.why = "another request's summary did not cover this one";
+  return out;
+}
+
+// mask: old tool results masked in place; no summary, nothing to wait for.
+Compaction CompactProxyHook::Mask(const ProviderApi& api, const ClientRequest& request,
+                                  const PlanInput& in) const {
+  Compaction out;
+  MaskInput m;
+  m.threshold = in.threshold;
+  m.keep_recent_tokens = in.keep_recent_tokens;
+  m.force = in.force;
+  std::optional<MaskedRequest> masked = PlanMaskRequest(api, request, m, &out.why);
+  if (!masked) {
+    if (out.why == "under the threshold") out.why.clear();
+    return out;
+  }
+  CompactPlan plan;
+  plan.body = std::move(masked->body);
+  plan.tokens_before = masked->tokens_before;
+  plan.tokens_after = masked->tokens_after;
+  plan.masked_outputs = masked->masked;
+  out.plan = std::move(plan);
   return out;
 }
 
@@ -253,12 +290,12 @@ std::string CompactProxyHook::SummaryForTrigger(Exchange& ex, const ProviderApi&
 // One request's compaction and overflow recovery.
 class CompactExchangeHook : public ExchangeHook {
  public:
-  CompactExchangeHook(CompactProxyHook* owner, const ProviderApi* api, ClientRequest request,
-                      std::string id, bool answer_trigger)
+  CompactExchangeHook(CompactProxyHook* owner, std::shared_ptr<const ClientRequestView> view,
+                      bool answer_trigger)
       : owner_(owner),
-        api_(api),
-        request_(std::move(request)),
-        id_(std::move(id)),
+        api_(view->api),
+        view_(std::move(view)),
+        id_(view_->conversation_id),
         answer_trigger_(answer_trigger) {}
 
   void BeforeForward(Exchange& ex) override;
@@ -282,7 +319,7 @@ class CompactExchangeHook : public ExchangeHook {
     ex.AddResponseHeader("x-compactor-compacted", std::move(compacted_));
     compacted_.clear();
   }
-  void ExpandProxyItems();
+  bool ExpandProxyItems(Exchange& ex);
   void AnswerTrigger(Exchange& ex);
   void Apply(Exchange& ex, CompactPlan plan);
   void Explain(Exchange& ex, const Compaction& c);
@@ -292,12 +329,15 @@ class CompactExchangeHook : public ExchangeHook {
     return BodyVerdict::kRetry;
   }
 
+  // The client's request, or its copy with the proxy's compaction items expanded.
+  const ClientRequest& request() const { return expanded_ ? *expanded_ : view_->request; }
+
   CompactProxyHook* owner_;
   const ProviderApi* api_;
-  ClientRequest request_;
-  std::string id_;
+  std::shared_ptr<const ClientRequestView> view_;
+  std::string id_;  // the view's conversation id
   bool answer_trigger_;
-  bool expanded_ = false;  // request_ is the client's body with the proxy's items expanded
+  std::optional<ClientRequest> expanded_;
   int status_ = 0;
   int harder_ = 0;  // overflow retries asked for
   bool headers_added_ = false;
@@ -311,14 +351,9 @@ class CompactExchangeHook : public ExchangeHook {
 };
 
 std::unique_ptr<ExchangeHook> CompactProxyHook::Begin(Exchange& ex) {
-  std::string_view api_name = ex.request().route.api;
-  if (api_name.empty() || ex.request().method != "POST") return nullptr;
-  const ProviderApi* api = FindProviderApi(api_name);
-  auto body = ex.DecodedBody();
-  if (api == nullptr || !body.ok()) return nullptr;
-  auto request = api->ReadClientRequest(std::string(*body));
-  if (!request.ok()) return nullptr;
-  bool trigger = EndsInCompactionTrigger(*request);
+  std::shared_ptr<const ClientRequestView> view = ex.client_request();
+  if (view == nullptr) return nullptr;
+  bool trigger = EndsInCompactionTrigger(view->request);
   bool answer = false;
   if (trigger) {
     using RC = CompactHookOptions::RemoteCompaction;
@@ -327,28 +362,50 @@ std::unique_ptr<ExchangeHook> CompactProxyHook::Begin(Exchange& ex) {
         (options_.remote_compaction == RC::kAuto &&
          !(options_.upstream_url && UpstreamCompactsRemotely(options_.upstream_url(ex.request()))));
   }
-  if (!answer && IsAuxiliaryRequest(*request)) return nullptr;
-  std::string id = ConversationId(*request, ex.request().headers);
-  return std::make_unique<CompactExchangeHook>(this, api, std::move(*request), std::move(id),
-                                               answer);
+  if (!answer && view->auxiliary) return nullptr;
+  return std::make_unique<CompactExchangeHook>(this, std::move(view), answer);
 }
 
-void CompactExchangeHook::ExpandProxyItems() {
-  std::string summary;
-  std::optional<std::string> body = ExpandProxyCompactions(request_, &summary);
-  if (!body) return;
-  auto expanded = api_->ReadClientRequest(std::move(*body));
-  if (!expanded.ok()) return;
-  request_ = std::move(*expanded);
-  expanded_ = true;
+// False when the request refers to a summary the store does not hold (it
+// was wiped or moved): the client is then answered with an error rather
+// than its history silently dropped.
+bool CompactExchangeHook::ExpandProxyItems(Exchange& ex) {
+  const DurableSummaries* durable = owner_->options().durable_summaries;
+  SummaryLookup find;
+  if (durable != nullptr) find = durable->find;
+  Expansion e = ExpandProxyCompactions(request(), find);
+  if (!e.missing.empty()) {
+    ex.record().error = "the compaction summary " + e.missing + " is not in the store";
+    ex.Respond(409, {{"Content-Type", "application/json"}},
+               ErrorBody(api_->name(), 409, "compaction_summary_missing",
+                         "compactor serve: this conversation's compaction item refers to summary " +
+                             e.missing +
+                             ", which the store no longer holds (it was wiped or moved); the "
+                             "history it replaced is lost: start a new conversation"));
+    return false;
+  }
+  if (!e.body) return true;
+  auto expanded = api_->ReadClientRequest(std::move(*e.body));
+  if (expanded.ok()) expanded_ = std::move(*expanded);
+  return true;
 }
 
 void CompactExchangeHook::AnswerTrigger(Exchange& ex) {
-  const size_t end = request_.items.size() - 1;  // the trigger is last
-  std::string summary = owner_->SummaryForTrigger(ex, *api_, request_, id_, end);
-  const int64_t before = EstimateRequestTokens(request_);
+  const size_t end = request().items.size() - 1;  // the trigger is last
+  std::string summary = owner_->SummaryForTrigger(ex, *api_, request(), id_, end);
+  const int64_t before = EstimateRequestTokens(request());
   const int64_t after = SummaryMessageTokens(summary);
-  TriggerAnswer a = CompactionAnswer(request_, summary, before, id_.substr(0, 32));
+  // With a store, the item refers to the summary there (put now: also an
+  // offline fallback's); without one it carries the text.
+  std::string key;
+  const DurableSummaries* durable = owner_->options().durable_summaries;
+  if (durable != nullptr && durable->put && durable->find) {
+    key = SummaryKey(SummaryOf(request(), end, "").prefix);
+    durable->put(key, summary);
+    if (durable->find(key) != summary) key.clear();  // not stored: carry the text
+  }
+  TriggerAnswer a = CompactionAnswer(request(), ProxyCompactionContent(key, summary), summary,
+                                     before, id_.substr(0, 32));
   ex.record().compacted = true;
   ex.record().tokens_before = before;
   ex.record().tokens_after = after;
@@ -371,6 +428,18 @@ void CompactExchangeHook::Apply(Exchange& ex, CompactPlan plan) {
   ex.metrics().compactions().Add();
   ex.metrics().tokens_saved().Add(plan.tokens_before - plan.tokens_after);
   if (plan.reused) ex.metrics().summary_cache_hits().Add();
+  if (plan.masked_outputs > 0) {
+    // Nothing cut: the recorded session keeps the client's messages.
+    ex.record().extra.emplace_back("maskedOutputs", std::to_string(plan.masked_outputs));
+  } else {
+    // user-prompts: the recorded summary carries the prompts kept ahead of it.
+    std::string recorded =
+        plan.kept_prompts.empty()
+            ? plan.summary
+            : RecordedUserPromptsSummary(*api_, request(), plan.kept_prompts, plan.summary);
+    ex.set_compaction(ExchangeCompaction{plan.cut, std::move(recorded), plan.tokens_before,
+                                         plan.tokens_after, plan.reused});
+  }
   applied_ = std::move(plan);
 }
 
@@ -387,24 +456,26 @@ void CompactExchangeHook::Explain(Exchange& ex, const Compaction& c) {
 
 void CompactExchangeHook::BeforeForward(Exchange& ex) {
   if (!headers_added_) {
-    ex.AddResponseHeader("x-compactor-session", id_);
-    ex.record().session = id_;
+    const SessionResolver* session_of = owner_->options().session_of;
+    std::string session = session_of != nullptr && *session_of ? (*session_of)(id_) : id_;
+    ex.record().session = session;
+    ex.AddResponseHeader("x-compactor-session", std::move(session));
     headers_added_ = true;
-    if (api_->name() == "openai-responses") ExpandProxyItems();
+    if (api_->name() == "openai-responses" && !ExpandProxyItems(ex)) return;
     if (answer_trigger_) {
       AnswerTrigger(ex);
       return;
     }
   }
   if (ex.attempt() > 0 && harder_ == 0) return;  // a retry of something else
-  Compaction c = owner_->Compact(ex, *api_, request_, id_, harder_);
+  Compaction c = owner_->Compact(ex, *api_, request(), id_, harder_);
   if (c.plan) {
     Apply(ex, std::move(*c.plan));
     return;
   }
   // Never worse than no proxy: without a compaction the request goes as the
   // client sent it (with the proxy's own compaction items expanded).
-  if (expanded_ && ex.attempt() == 0) ex.ReplaceBody(request_.body);
+  if (expanded_ && ex.attempt() == 0) ex.ReplaceBody(request().body);
   Explain(ex, c);
 }
 
@@ -417,7 +488,7 @@ HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead
   if (ok && head.event_stream && (retry || Observing())) {
     ModelConfig model;
     model.api = std::string(api_->name());
-    model.model_id = request_.model;
+    model.model_id = request().model;
     parser_ = api_->NewStreamParser(model);
   }
   if (retry && (head.status >= 400 || parser_ != nullptr)) return HeadVerdict::kHold;
@@ -458,7 +529,7 @@ BodyVerdict CompactExchangeHook::OnBody(Exchange& ex, std::string_view body) {
   if (status_ / 100 == 2 && Observing()) {
     ModelConfig model;
     model.api = std::string(api_->name());
-    model.model_id = request_.model;
+    model.model_id = request().model;
     auto parsed = api_->ParseResponse(model, body);
     if (parsed.ok()) {
       usage_ = parsed->usage;
@@ -474,7 +545,7 @@ void CompactExchangeHook::OnComplete(Exchange& ex) {
   ForwardedExchange f;
   f.conversation_id = id_;
   f.api = std::string(api_->name());
-  f.model = request_.model;
+  f.model = request().model;
   f.target = ex.request().target;
   if (!local_summary_) f.sent_body = ex.forwarded_body();
   f.status = ex.record().status;

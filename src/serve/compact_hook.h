@@ -27,6 +27,8 @@
 #include "compactor/summarizer.h"
 #include "serve/compact_plan.h"
 #include "serve/hooks.h"
+#include "serve/proxy_strategy.h"
+#include "serve/summary_jobs.h"
 
 namespace compactor::serve {
 
@@ -53,6 +55,11 @@ struct ForwardedExchange {
 
 using ForwardedCallback = std::function<void(const ForwardedExchange&)>;
 
+// The store's session id of the session recording a conversation (assigned
+// at the conversation's first request, before anything is written), for
+// the x-compactor-session response header.
+using SessionResolver = std::function<std::string(const std::string& conversation_id)>;
+
 struct CompactHookOptions {
   // The window of every model; 0 = `model_windows`, then the built-in table
   // (an unknown model: no proactive compaction, overflow recovery only).
@@ -61,6 +68,15 @@ struct CompactHookOptions {
   // pi's defaults: threshold = window - reserve; the recent part kept.
   int64_t reserve_tokens = kDefaultReserveTokens;
   int64_t keep_recent_tokens = 20000;
+
+  // The strategy applied (proxy_strategy.h; --strategy): summary (default),
+  // user-prompts, notes (its summary the content of `notes_file`, read
+  // through `env` at each summary; REQUIRES: set for kNotes) or mask.
+  ProxyStrategy strategy = ProxyStrategy::kSummary;
+  std::string notes_file;
+  // user-prompts: the most tokens of the user's prompts kept before the cut
+  // (at most a quarter of the threshold): Kimi's 20000.
+  int64_t kept_prompts_tokens = 20000;
 
   // Who writes summaries: the client's own model through its upstream with
   // its credentials (kUpstream, the default), the embedded offline
@@ -87,6 +103,17 @@ struct CompactHookOptions {
   enum class RemoteCompaction { kAuto, kUpstream, kProxy };
   RemoteCompaction remote_compaction = RemoteCompaction::kAuto;
 
+  // Marks the upstream summarizer's requests with "x-compactor-request:
+  // summary" (settings "serve.markSummaryRequests"; off: no internal header
+  // reaches an upstream).
+  bool mark_summary_requests = false;
+
+  // The conversation table's bound (settings "serve.maxConversations"; LRU
+  // eviction) and where summaries outlive it (the store's summary cache).
+  // Not owned, like on_forwarded; null = in memory only.
+  size_t max_conversations = 4096;
+  const DurableSummaries* durable_summaries = nullptr;
+
   // Threads and the clock of summary jobs. null = Env::Default().
   Env* env = nullptr;
   // Called once per request the hook joined, after its answer (on the
@@ -95,6 +122,9 @@ struct CompactHookOptions {
   // before the first request; null or empty = nobody listens (then the hook
   // parses nothing it does not need).
   const ForwardedCallback* on_forwarded = nullptr;
+  // Names the session of x-compactor-session. Not owned, like on_forwarded;
+  // null or empty (no store): the header carries the conversation id.
+  const SessionResolver* session_of = nullptr;
 };
 
 // The hook. Summary jobs still running when it is destroyed are cancelled

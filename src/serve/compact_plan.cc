@@ -1,8 +1,10 @@
 #include "serve/compact_plan.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <utility>
 
+#include "serve/proxy_strategy.h"
 #include "serve/upstream_summarizer.h"
 
 namespace compactor::serve {
@@ -48,6 +50,16 @@ int64_t FixedTokens(const ClientRequest& request) {
   return EstimateRequestTokens(request) - request.ItemTokens(0, request.items.size());
 }
 
+// user-prompts: the tokens of the prompts kept ahead of the summary for `cut`.
+int64_t KeptPromptTokens(const ClientRequest& request, size_t cut, const PlanInput& input) {
+  if (input.kept_prompts_budget < 0) return 0;
+  int64_t tokens = 0;
+  for (size_t i : KeptPrompts(request, cut, input.kept_prompts_budget)) {
+    tokens += request.items[i].tokens;
+  }
+  return tokens;
+}
+
 }  // namespace
 
 int64_t BuiltinContextWindow(std::string_view model) {
@@ -65,18 +77,27 @@ int64_t BuiltinContextWindow(std::string_view model) {
   return 0;
 }
 
-std::string ConversationId(const ClientRequest& request, const HeaderList& headers) {
+std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
+                           const HeaderList& headers) {
+  std::string prefix = std::string(api.name()) + ":";
+  auto hint = request.hints.find("prompt_cache_key");
+  if (hint != request.hints.end() && !hint->second.empty()) return prefix + "key:" + hint->second;
   for (std::string_view name : {"x-claude-code-session-id", "session-id", "session_id"}) {
     std::string_view v = HeaderValue(headers, name);
-    if (!v.empty()) return std::string(v);
+    if (!v.empty()) return prefix + "session:" + std::string(v);
   }
-  auto key = request.hints.find("prompt_cache_key");
-  if (key != request.hints.end() && !key->second.empty()) return key->second;
-  uint64_t h = Fnv1a(request.api);
+  // The first message as pi reads it: cache_control markers, which clients
+  // move from request to request, are not part of it. The tools are left
+  // out: clients add tools during a conversation (an MCP server that
+  // connects late), which must not make it another conversation.
+  uint64_t h = Fnv1a(api.name());
   h = Fnv1a(request.Text(request.system), h);
-  h = Fnv1a(request.Text(request.tools), h);
-  if (!request.items.empty()) h = Fnv1a(request.Text(request.items.front()), h);
-  return "h-" + Hex(h);
+  for (size_t i = 0; i < request.items.size(); ++i) {
+    if (request.items[i].kind == ClientItemKind::kSystem) continue;
+    for (const std::string& m : api.ClientItemMessages(request, i)) h = Fnv1a(m, h);
+    break;
+  }
+  return prefix + "hash:" + Hex(h);
 }
 
 bool IsAuxiliaryRequest(const ClientRequest& request) { return request.tools.empty(); }
@@ -130,7 +151,8 @@ std::optional<CutDecision> DecideCut(const ProviderApi& api, const ClientRequest
   // The cached summary as is, while the kept part fits (same bytes: the
   // upstream's prompt cache keeps hitting).
   if (matched > 0 && !input.force && std::binary_search(cuts.begin(), cuts.end(), matched) &&
-      fixed + SummaryMessageTokens(input.prior->summary) + request.ItemTokens(matched, n) <=
+      fixed + SummaryMessageTokens(input.prior->summary) + request.ItemTokens(matched, n) +
+              KeptPromptTokens(request, matched, input) <=
           input.threshold) {
     d.cut = matched;
     d.reuse = true;
@@ -145,7 +167,8 @@ std::optional<CutDecision> DecideCut(const ProviderApi& api, const ClientRequest
   }
   // The no-loop guard before any summary is written: even an empty summary
   // leaves system, tools and the kept items over the threshold.
-  if (!input.force && fixed + request.ItemTokens(cut, n) > input.threshold) {
+  if (!input.force && fixed + request.ItemTokens(cut, n) + KeptPromptTokens(request, cut, input) >
+                          input.threshold) {
     *why = "compaction cannot bring the request under the threshold";
     return std::nullopt;
   }
@@ -171,6 +194,10 @@ Result<std::optional<CompactPlan>> FinishPlan(const ProviderApi& api, const Clie
   plan.summary = std::move(summary);
   plan.tokens_after =
       FixedTokens(request) + SummaryMessageTokens(plan.summary) + request.ItemTokens(plan.cut, n);
+  if (input.kept_prompts_budget >= 0) {
+    plan.kept_prompts = KeptPrompts(request, plan.cut, input.kept_prompts_budget);
+    for (size_t i : plan.kept_prompts) plan.tokens_after += request.items[i].tokens;
+  }
   // The no-loop guard: never compact when it cannot get under the threshold
   // (overflow recovery only asks for a smaller request).
   if ((!input.force && plan.tokens_after > input.threshold) ||
@@ -181,6 +208,7 @@ Result<std::optional<CompactPlan>> FinishPlan(const ProviderApi& api, const Clie
   ClientRewrite rewrite;
   rewrite.cut = plan.cut;
   rewrite.summary = SummaryMessageText(plan.summary);
+  rewrite.keep = plan.kept_prompts;
   COMPACTOR_ASSIGN_OR_RETURN(plan.body, api.RewriteClientRequest(request, rewrite));
   return std::optional<CompactPlan>(std::move(plan));
 }
@@ -215,6 +243,48 @@ ConversationSummary SummaryOf(const ClientRequest& request, size_t cut, std::str
   }
   s.summary = std::move(summary);
   return s;
+}
+
+namespace {
+
+void StripCacheControl(nlohmann::ordered_json& j) {
+  if (j.is_object()) {
+    j.erase("cache_control");
+    for (auto& [key, value] : j.items()) StripCacheControl(value);
+  } else if (j.is_array()) {
+    for (auto& v : j) StripCacheControl(v);
+  }
+}
+
+// Folds one item into a prefix hash: its JSON without cache_control,
+// written back in one form (the raw bytes when it does not parse).
+uint64_t FoldItem(uint64_t h, std::string_view raw) {
+  auto j = nlohmann::ordered_json::parse(raw, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Fnv1a(raw, Fnv1a("\x1e", h));
+  StripCacheControl(j);
+  return Fnv1a(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace),
+               Fnv1a("\x1e", h));
+}
+
+std::string KeyOf(uint64_t h, size_t n) { return "p1-" + Hex(h) + "-" + std::to_string(n); }
+
+}  // namespace
+
+std::string SummaryKey(const std::vector<std::string>& prefix) {
+  uint64_t h = Fnv1a("");
+  for (const std::string& item : prefix) h = FoldItem(h, item);
+  return KeyOf(h, prefix.size());
+}
+
+std::vector<std::string> SummaryKeys(const ClientRequest& request) {
+  std::vector<std::string> keys;
+  keys.reserve(request.items.size());
+  uint64_t h = Fnv1a("");
+  for (size_t c = 0; c < request.items.size(); ++c) {
+    keys.push_back(KeyOf(h, c));
+    h = FoldItem(h, request.Text(request.items[c]));
+  }
+  return keys;
 }
 
 }  // namespace compactor::serve

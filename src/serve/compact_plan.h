@@ -29,11 +29,15 @@ namespace compactor::serve {
 // compaction, overflow recovery only).
 int64_t BuiltinContextWindow(std::string_view model);
 
-// The conversation's identity: the client's id (headers
-// x-claude-code-session-id, session-id, session_id; the body's
-// prompt_cache_key), else "h-" + a hash of the system part, the tools and
-// the first item.
-std::string ConversationId(const ClientRequest& request, const HeaderList& headers);
+// The conversation's identity, "API:" + the client's own id where it sends
+// one ("key:" + the body's prompt_cache_key (Codex), else "session:" + the
+// header x-claude-code-session-id, session-id or session_id), otherwise
+// "hash:" + a hash of its leading content (the system part and the first
+// message as pi reads it, so moving cache_control markers do not change
+// it). The same for every request of a conversation and across restarts:
+// it is the key of the store's conversation index.
+std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
+                           const HeaderList& headers);
 
 // Whether a request is auxiliary (titles, quota checks): no tools.
 bool IsAuxiliaryRequest(const ClientRequest& request);
@@ -70,6 +74,9 @@ struct PlanInput {
   // summary ahead), as long as the result is smaller than the request.
   bool force = false;
   const ConversationSummary* prior = nullptr;  // may be null
+  // user-prompts (proxy_strategy.h): the user's prompts before the cut kept
+  // verbatim ahead of the summary, within this many tokens; < 0: none kept.
+  int64_t kept_prompts_budget = -1;
 };
 
 // Where to cut and what the summary must cover, before any summary is
@@ -100,6 +107,10 @@ struct CompactPlan {
   int64_t tokens_before = 0;
   int64_t tokens_after = 0;
   bool reused = false;  // the cached summary was reused as is
+  // user-prompts: the items before the cut kept ahead of the summary.
+  std::vector<size_t> kept_prompts;
+  // mask: the tool results masked in place (nothing cut, no summary).
+  size_t masked_outputs = 0;
 };
 
 // The rewritten request once `summary` covers [0, decision.cut), or nullopt
@@ -120,6 +131,15 @@ Result<std::optional<CompactPlan>> PlanCompaction(const ProviderApi& api,
 
 // The items [0, cut) of `request` as the prefix a summary replaces.
 ConversationSummary SummaryOf(const ClientRequest& request, size_t cut, std::string summary);
+
+// The key of the summary of `prefix` (raw item JSON) in the store's summary
+// cache: "p1-" + a hash of the items with cache_control markers removed
+// (parsed and written back, so formatting does not matter) + "-" + their
+// number. Stable across restarts (not a secure hash).
+std::string SummaryKey(const std::vector<std::string>& prefix);
+// SummaryKey of every prefix of `request`: element c is the key of items
+// [0, c), for c < request.items.size().
+std::vector<std::string> SummaryKeys(const ClientRequest& request);
 
 }  // namespace compactor::serve
 

@@ -28,9 +28,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "compactor/client_request.h"
+#include "compactor/provider_api.h"
 #include "compactor/status.h"
 #include "serve/http_util.h"
 #include "serve/metrics.h"
@@ -70,6 +73,32 @@ struct SseEvent {
   std::string_view data;  // "data:" lines joined with "\n"
 };
 
+// The client's request as its API reads it: parsed once per exchange
+// (Exchange::client_request) and shared by every hook, so that the
+// compaction hook and the recorder see the same items and name the
+// conversation the same way.
+struct ClientRequestView {
+  const ProviderApi* api = nullptr;  // the route's API (never null in a view)
+  ClientRequest request;             // read from the decoded body
+  // The conversation's one identity (ConversationId, serve/compact_plan.h):
+  // the compaction hook's key and the recorder's key in the store's
+  // conversation index.
+  std::string conversation_id;
+  // No tools: a title, a quota check (IsAuxiliaryRequest). Neither compacted
+  // nor recorded.
+  bool auxiliary = false;
+};
+
+// What the proxy did to the request the client's answer came from: items
+// [0, cut_item) of the client's request were replaced by `summary`.
+struct ExchangeCompaction {
+  size_t cut_item = 0;
+  std::string summary;
+  int64_t tokens_before = 0;  // pi's estimate of the client's request
+  int64_t tokens_after = 0;   // of what was forwarded
+  bool reused = false;        // the cached summary, as is
+};
+
 enum class HeadVerdict { kRelay, kHold, kRetry };
 enum class EventVerdict { kContinue, kRelease, kRetry };
 enum class BodyVerdict { kRelease, kRetry };
@@ -84,6 +113,19 @@ class Exchange {
   // zstd), decoded once and cached. Errors as DecodeContent
   // (serve/content_encoding.h); the decoded size is limited like the body.
   virtual Result<std::string_view> DecodedBody() = 0;
+
+  // The decoded body read by the route's API (ProviderApi::ReadClientRequest)
+  // for a POST to a path of a known API, parsed on the first call and cached
+  // for the exchange; null when there is no such API or the body does not
+  // read as its request. Shared: a hook may keep it past the exchange (the
+  // recorder converts it on its writer thread).
+  virtual std::shared_ptr<const ClientRequestView> client_request() = 0;
+
+  // What the compaction hook replaced in the forwarded body (the latest
+  // attempt's compaction wins; nullopt: sent as the client sent it). Read by
+  // the recorder once the exchange completes.
+  virtual void set_compaction(std::optional<ExchangeCompaction> compaction) = 0;
+  virtual const std::optional<ExchangeCompaction>& compaction() const = 0;
 
   // (a) Replaces the body forwarded from now on (this attempt and the next).
   // It is sent without Content-Encoding (the field is dropped) and with its

@@ -236,8 +236,17 @@ Status HttpServer::Start(const std::string& host, int port) {
   // connecting at once (the rest would wait for SYN retransmits): raise it.
   ::listen(svr_sock_, 1024);
   // The workers are httplib's thread pool; this thread only accepts.
-  COMPACTOR_ASSIGN_OR_RETURN(accept_thread_,
-                             options_.env->StartThread([this] { listen_after_bind(); }));
+  COMPACTOR_ASSIGN_OR_RETURN(accept_thread_, options_.env->StartThread([this] {
+    listen_after_bind();
+    accept_ended_.store(true);
+  }));
+  // httplib's stop() closes the listening socket only once the accept loop
+  // runs (is_running()); a Drain() before that would leave the loop running
+  // and its Join() waiting forever. Returning once the loop runs (or ended)
+  // closes that window.
+  while (!is_running() && !accept_ended_.load()) {
+    options_.env->SleepMs(1, [this] { return is_running() || accept_ended_.load(); });
+  }
   return Status::Ok();
 }
 

@@ -88,7 +88,8 @@ class HttpServer : public httplib::Server {
   HttpServer(HttpServerOptions options, Handler handler);
   ~HttpServer() override;
 
-  // Binds (port 0: any free port) and starts the accept loop on a thread.
+  // Binds (port 0: any free port) and starts the accept loop on a thread;
+  // returns once the loop runs (so a Drain() right after it stops it).
   // kUnavailable when binding fails.
   Status Start(const std::string& host, int port);
   int bound_port() const { return port_; }
@@ -109,6 +110,7 @@ class HttpServer : public httplib::Server {
   int port_ = 0;
   int drain_fd_ = -1;  // an eventfd, readable once draining
   std::atomic<bool> draining_{false};
+  std::atomic<bool> accept_ended_{false};  // listen_after_bind() returned
   std::atomic<int64_t> active_{0};
   std::mutex mu_;
   std::condition_variable idle_cv_;

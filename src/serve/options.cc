@@ -10,6 +10,7 @@
 #include "compactor/serve.h"
 #include "compactor/strategy.h"
 #include "serve/http_util.h"
+#include "serve/proxy_strategy.h"
 
 namespace compactor {
 namespace {
@@ -57,11 +58,11 @@ class SectionReader {
     } else if (key == "contextWindows") {
       return Windows(v);
     } else if (key == "maxBodyBytes") {
-      int64_t n;
+      int64_t n = 0;
       COMPACTOR_RETURN_IF_ERROR(Int(v, "serve.maxBodyBytes", 1024, int64_t{1} << 34, &n));
       o_->max_body_bytes = static_cast<size_t>(n);
     } else if (key == "threads") {
-      int64_t n;
+      int64_t n = 0;
       COMPACTOR_RETURN_IF_ERROR(Int(v, "serve.threads", 4, 4096, &n));
       o_->threads = static_cast<int>(n);
     } else if (key == "connectTimeoutMs") {
@@ -79,6 +80,18 @@ class SectionReader {
         return Bad("serve.remoteCompaction", "expected \"auto\", \"upstream\" or \"proxy\"");
       }
       o_->remote_compaction = v.get<std::string>();
+    } else if (key == "maxConversations") {
+      int64_t n = 0;
+      COMPACTOR_RETURN_IF_ERROR(Int(v, "serve.maxConversations", 1, 10'000'000, &n));
+      o_->max_conversations = static_cast<size_t>(n);
+    } else if (key == "notesFile") {
+      if (!v.is_string() || v.get<std::string>().empty()) {
+        return Bad("serve.notesFile", "expected a file name");
+      }
+      o_->notes_file = v.get<std::string>();
+    } else if (key == "markSummaryRequests") {
+      if (!v.is_boolean()) return Bad("serve.markSummaryRequests", "expected true or false");
+      o_->mark_summary_requests = v.get<bool>();
     } else {
       warnings_->push_back(file_ + ": unknown key \"serve." + key + "\" (ignored)");
     }
@@ -101,7 +114,7 @@ class SectionReader {
   Status Windows(const Json& v) {
     if (!v.is_object()) return Bad("serve.contextWindows", "expected an object of model: tokens");
     for (const auto& [model, n] : v.items()) {
-      int64_t w;
+      int64_t w = 0;
       COMPACTOR_RETURN_IF_ERROR(Int(n, "serve.contextWindows." + model, 1, int64_t{1} << 40, &w));
       o_->model_windows.emplace(model, w);
     }
@@ -199,6 +212,12 @@ Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings)
   }
   auto strategy = ParseStrategy(o->strategy);
   if (!strategy.ok()) return Status::InvalidArgument("--strategy: " + strategy.status().message());
+  // Only what keeps the client's request well-formed (docs/serve.md,
+  // "Strategies in the proxy").
+  if (auto applied = serve::ProxyStrategyOf((*strategy)->name(), !o->notes_file.empty());
+      !applied.ok()) {
+    return Status::InvalidArgument("--strategy " + o->strategy + ": " + applied.status().message());
+  }
   COMPACTOR_RETURN_IF_ERROR(ValidateSummarizer(o, settings_text));
   for (const std::string& dir : o->sessions) {
     if (dir.empty()) return Status::InvalidArgument("--sessions needs a directory");

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "compactor/provider_api.h"  // SseParser
+#include "serve/compact_plan.h"
 #include "serve/content_encoding.h"
 #include "serve/http_server.h"
 #include "serve/upstream.h"
@@ -52,6 +53,11 @@ class ProxyExchange final : public Exchange {
   // --- Exchange ---------------------------------------------------------------
   const ProxyRequest& request() const override { return request_; }
   Result<std::string_view> DecodedBody() override;
+  std::shared_ptr<const ClientRequestView> client_request() override;
+  void set_compaction(std::optional<ExchangeCompaction> compaction) override {
+    compaction_ = std::move(compaction);
+  }
+  const std::optional<ExchangeCompaction>& compaction() const override { return compaction_; }
   void ReplaceBody(std::string body) override { replaced_ = std::move(body); }
   const std::string& forwarded_body() const override {
     return replaced_ ? *replaced_ : request_.body;
@@ -121,6 +127,9 @@ class ProxyExchange final : public Exchange {
   std::vector<std::unique_ptr<ExchangeHook>> hooks_;
   bool observers_ = false;  // a hook wants every event
   std::optional<std::string> decoded_;
+  bool parsed_ = false;  // client_request() was asked: view_ is final
+  std::shared_ptr<const ClientRequestView> view_;
+  std::optional<ExchangeCompaction> compaction_;
   std::optional<std::string> replaced_;
   HeaderList added_;
   std::optional<LocalAnswer> local_;
@@ -149,6 +158,26 @@ Result<std::string_view> ProxyExchange::DecodedBody() {
     decoded_ = std::move(body);
   }
   return std::string_view(*decoded_);
+}
+
+std::shared_ptr<const ClientRequestView> ProxyExchange::client_request() {
+  if (!parsed_) {
+    parsed_ = true;
+    const ProviderApi* api =
+        request_.method == "POST" ? FindProviderApi(request_.route.api) : nullptr;
+    if (api == nullptr) return nullptr;
+    auto body = DecodedBody();
+    if (!body.ok()) return nullptr;
+    auto request = api->ReadClientRequest(std::string(*body));
+    if (!request.ok()) return nullptr;
+    auto v = std::make_shared<ClientRequestView>();
+    v->api = api;
+    v->request = std::move(*request);
+    v->conversation_id = ConversationId(*api, v->request, request_.headers);
+    v->auxiliary = IsAuxiliaryRequest(v->request);
+    view_ = std::move(v);
+  }
+  return view_;
 }
 
 HeaderList ProxyExchange::ForwardedHeaders() const {

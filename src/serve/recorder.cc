@@ -12,19 +12,6 @@
 namespace compactor::serve {
 namespace {
 
-// FNV-1a: a stable hash (the same key after a restart), not a secure one.
-uint64_t Fnv1a(uint64_t h, std::string_view bytes) {
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-// A compaction reported for the exchange the worker thread is completing
-// (RecordingHook::NoteCompactionOnThisThread).
-thread_local std::optional<RecordedCompaction> t_thread_compaction;
-
 bool IsRecordedRoute(std::string_view label) {
   return label == "/v1/messages" || label == "/v1/responses" || label == "/v1/chat/completions";
 }
@@ -94,29 +81,6 @@ void SetRecordedCompaction(ConversationRecord* record, size_t cut_item, std::str
   record->compaction = std::move(c);
 }
 
-std::string ConversationKey(const ProviderApi& api, const ClientRequest& request,
-                            const HeaderList& headers) {
-  std::string prefix = std::string(api.name()) + ":";
-  auto hint = request.hints.find("prompt_cache_key");
-  if (hint != request.hints.end() && !hint->second.empty()) return prefix + "key:" + hint->second;
-  for (std::string_view name : {"x-claude-code-session-id", "session-id", "session_id"}) {
-    std::string_view v = HeaderValue(headers, name);
-    if (!v.empty()) return prefix + "session:" + std::string(v);
-  }
-  // The first message as pi reads it: cache_control markers, which clients
-  // move from request to request, are not part of it.
-  uint64_t h = Fnv1a(0xcbf29ce484222325ULL, api.name());
-  h = Fnv1a(h, request.Text(request.system));
-  for (size_t i = 0; i < request.items.size(); ++i) {
-    if (request.items[i].kind == ClientItemKind::kSystem) continue;
-    for (const std::string& m : api.ClientItemMessages(request, i)) h = Fnv1a(h, m);
-    break;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016" PRIx64, h);
-  return prefix + "hash:" + hex;
-}
-
 ConversationRecorder::ConversationRecorder(RecorderOptions options)
     : o_(std::move(options)), env_(EnvOrDefault(o_.env)) {
   auto t = env_->StartThread([this] { Run(); });
@@ -162,6 +126,13 @@ std::optional<std::string> ConversationRecorder::SessionOf(const std::string& co
     if (it != sessions_.end()) return it->second;
   }
   return o_.store->FindConversation(conversation_id);
+}
+
+std::string ConversationRecorder::SessionFor(const std::string& conversation_id) {
+  if (std::optional<std::string> known = SessionOf(conversation_id)) return *known;
+  std::lock_guard<std::mutex> lock(mu_);
+  // emplace: a concurrent first request of the conversation may have won.
+  return sessions_.emplace(conversation_id, NewUuidV7(env_)).first->second;
 }
 
 void ConversationRecorder::Run() {
@@ -223,7 +194,7 @@ Result<ConversationRecorder::State*> ConversationRecorder::StateOf(const Convers
       }
     }
   }
-  if (!st->created) st->session_id = NewUuidV7(env_);
+  if (!st->created) st->session_id = SessionFor(r.conversation_id);
   State* out = st.get();
   states_[r.conversation_id] = std::move(st);
   return out;
@@ -328,11 +299,32 @@ Status ConversationRecorder::Prepare(State& st, const ConversationRecord& r,
   return Status::Ok();
 }
 
-void ConversationRecorder::WriteBatch(const std::vector<ConversationRecord>& batch) {
+namespace {
+
+// Converts a record the hook queued unconverted (its request still parsed
+// only as the exchange's view).
+void Convert(ConversationRecord* r) {
+  if (!r->source) return;
+  std::shared_ptr<const ClientRequestView> v = std::move(r->source);
+  r->source.reset();
+  ConversationRecord converted = RecordOfRequest(*v->api, v->request, v->conversation_id);
+  converted.input_tokens = r->input_tokens;
+  converted.output_tokens = r->output_tokens;
+  if (const std::optional<ExchangeCompaction>& c = r->source_compaction) {
+    SetRecordedCompaction(&converted, c->cut_item, c->summary,
+                          static_cast<double>(c->tokens_before), c->tokens_after);
+  }
+  *r = std::move(converted);
+}
+
+}  // namespace
+
+void ConversationRecorder::WriteBatch(std::vector<ConversationRecord>& batch) {
   // One append (one lock, one fsync) per session, in the order of the records.
   std::vector<std::pair<State*, std::string>> order;  // state, conversation
   std::map<State*, std::vector<std::string>> lines;
-  for (const ConversationRecord& r : batch) {
+  for (ConversationRecord& r : batch) {
+    Convert(&r);
     if (r.messages.empty()) continue;  // nothing a session could hold
     auto st = StateOf(r);
     if (!st.ok()) {
@@ -369,71 +361,37 @@ void ConversationRecorder::WriteBatch(const std::vector<ConversationRecord>& bat
 
 class RecordingExchange : public ExchangeHook {
  public:
-  explicit RecordingExchange(RecordingHook* hook) : hook_(hook) {}
+  explicit RecordingExchange(ConversationRecorder* recorder) : recorder_(recorder) {}
 
   void OnComplete(Exchange& ex) override {
-    std::optional<RecordedCompaction> compaction = hook_->TakeCompaction(ex);
-    if (!compaction && t_thread_compaction) compaction = std::move(t_thread_compaction);
-    t_thread_compaction.reset();
     const RequestRecord& rec = ex.record();
-    if (rec.status < 200 || rec.status >= 300) return;  // the model did not take it
-    const ProviderApi* api = FindProviderApi(ex.request().route.api);
-    auto body = ex.DecodedBody();
-    if (api == nullptr || !body.ok()) return;
-    auto request = api->ReadClientRequest(std::string(*body));
-    if (!request.ok()) return;
-    std::string key = ConversationKey(*api, *request, ex.request().headers);
-    ConversationRecord r = RecordOfRequest(*api, *request, key);
-    if (compaction) {
-      SetRecordedCompaction(&r, compaction->first_kept_message, std::move(compaction->summary),
-                            compaction->tokens_before, compaction->tokens_after);
-    }
+    // The proxy failed the exchange (no answer from the upstream, or the
+    // client left before one): what the upstream saw is unknown.
+    if (rec.status < 200 || !rec.error.empty()) return;
+    std::shared_ptr<const ClientRequestView> view = ex.client_request();
+    if (view == nullptr) return;
+    ConversationRecord r;
+    r.conversation_id = view->conversation_id;
     r.input_tokens = rec.tokens_in;
     r.output_tokens = rec.tokens_out;
-    if (auto sid = hook_->recorder_->SessionOf(key)) ex.record().session = *sid;
-    hook_->recorder_->Record(std::move(r));
+    r.source = std::move(view);
+    r.source_compaction = ex.compaction();
+    if (auto sid = recorder_->SessionOf(r.conversation_id)) ex.record().session = *sid;
+    recorder_->Record(std::move(r));
   }
 
  private:
-  RecordingHook* hook_;
+  ConversationRecorder* recorder_;
 };
 
 std::unique_ptr<ExchangeHook> RecordingHook::Begin(Exchange& ex) {
-  t_thread_compaction.reset();  // left by a request this hook did not join
   const ProxyRequest& req = ex.request();
   if (req.method != "POST" || req.route.api.empty() || !IsRecordedRoute(req.route.label))
     return nullptr;
-  return std::make_unique<RecordingExchange>(this);
-}
-
-void RecordingHook::NoteCompaction(const Exchange& ex, size_t cut_item, std::string summary,
-                                   double tokens_before, int64_t tokens_after) {
-  RecordedCompaction c;
-  c.summary = std::move(summary);
-  c.tokens_before = tokens_before;
-  c.tokens_after = tokens_after;
-  c.first_kept_message = cut_item;  // an item index until the request is read
-  std::lock_guard<std::mutex> lock(mu_);
-  compactions_[&ex] = std::move(c);
-}
-
-void RecordingHook::NoteCompactionOnThisThread(size_t cut_item, std::string summary,
-                                               double tokens_before, int64_t tokens_after) {
-  RecordedCompaction c;
-  c.summary = std::move(summary);
-  c.tokens_before = tokens_before;
-  c.tokens_after = tokens_after;
-  c.first_kept_message = cut_item;  // an item index until the request is read
-  t_thread_compaction = std::move(c);
-}
-
-std::optional<RecordedCompaction> RecordingHook::TakeCompaction(const Exchange& ex) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = compactions_.find(&ex);
-  if (it == compactions_.end()) return std::nullopt;
-  RecordedCompaction c = std::move(it->second);
-  compactions_.erase(it);
-  return c;
+  // Parsed once for every hook (the compaction hook asked first).
+  std::shared_ptr<const ClientRequestView> view = ex.client_request();
+  if (view == nullptr || view->auxiliary) return nullptr;
+  return std::make_unique<RecordingExchange>(recorder_);
 }
 
 }  // namespace compactor::serve

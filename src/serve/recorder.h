@@ -57,7 +57,7 @@ struct RecordedCompaction {
 };
 
 struct ConversationRecord {
-  // How the client names the conversation (ConversationKey).
+  // The conversation's identity (ConversationId, serve/compact_plan.h).
   std::string conversation_id;
   std::string api;       // the registered API name ("anthropic", ...)
   std::string provider;  // pi's provider for model_change entries
@@ -70,6 +70,11 @@ struct ConversationRecord {
   std::vector<size_t> item_first_message;
   std::optional<int64_t> input_tokens, output_tokens;  // the upstream's usage
   std::optional<RecordedCompaction> compaction;
+  // Set instead of the fields above by the recording hook: the exchange's
+  // parsed request and compaction, converted (RecordOfRequest,
+  // SetRecordedCompaction) by the writer thread, off the request path.
+  std::shared_ptr<const ClientRequestView> source;
+  std::optional<ExchangeCompaction> source_compaction;
 };
 
 // The record of `request` (read by `api`): messages, model, the item map.
@@ -79,14 +84,6 @@ ConversationRecord RecordOfRequest(const ProviderApi& api, const ClientRequest& 
 // Sets `record->compaction` for a rewrite that replaced items [0, cut_item).
 void SetRecordedCompaction(ConversationRecord* record, size_t cut_item, std::string summary,
                            double tokens_before, int64_t tokens_after);
-
-// How a request's conversation is named: the client's own id where it sends
-// one (Codex `prompt_cache_key` or a `session-id` / `session_id` header,
-// Claude Code `x-claude-code-session-id`), otherwise a hash of its leading
-// content (the API, the system part, the first message as pi reads it), so
-// every request of one conversation gets the same key.
-std::string ConversationKey(const ProviderApi& api, const ClientRequest& request,
-                            const HeaderList& headers);
 
 struct RecorderOptions {
   SessionStore* store = nullptr;  // REQUIRES: not null; outlives the recorder
@@ -110,13 +107,18 @@ class ConversationRecorder {
   void Record(ConversationRecord record);
   // Waits until everything queued before the call is written (tests, shutdown).
   void Flush();
-  // The session recording `conversation_id`, when known (assigned at its first record).
+  // The session recording `conversation_id`, when known (assigned at its
+  // first request by SessionFor, else at its first record).
   std::optional<std::string> SessionOf(const std::string& conversation_id);
+  // The session recording `conversation_id`: the known one, else a new id
+  // (a UUIDv7) that its first record creates. Never waits for I/O but the
+  // store's index lookup.
+  std::string SessionFor(const std::string& conversation_id);
 
  private:
   struct State;
   void Run();
-  void WriteBatch(const std::vector<ConversationRecord>& batch);
+  void WriteBatch(std::vector<ConversationRecord>& batch);
   Status Prepare(State& st, const ConversationRecord& r, std::vector<std::string>* lines);
   Result<State*> StateOf(const ConversationRecord& r);
   std::string NewId(State& st);
@@ -137,31 +139,23 @@ class ConversationRecorder {
 };
 
 // The ProxyHook that records every proxied model request (POST to the
-// Messages, Responses and Chat Completions endpoints) once it is complete.
-// Another hook that compacted the request tells it through NoteCompaction
-// during the exchange.
+// Messages, Responses and Chat Completions endpoints) once it is complete:
+// the exchange's parsed request (Exchange::client_request) under its
+// conversation id, with the compaction the compaction hook set on the
+// exchange (Exchange::compaction), so that the recorded session's context is
+// what went upstream. Recorded whenever the upstream answered, whatever the
+// status: the client's messages were sent (an error answer adds no
+// assistant reply, as none came). Not recorded: auxiliary requests (no
+// tools: titles, quota checks), which are not sessions of their own, and
+// exchanges the proxy failed (the upstream unreachable, timed out, or
+// breaking off; the client gone before the answer).
 class RecordingHook : public ProxyHook {
  public:
   explicit RecordingHook(ConversationRecorder* recorder) : recorder_(recorder) {}
   std::unique_ptr<ExchangeHook> Begin(Exchange& ex) override;
-  // `ex` forwarded a rewrite that replaced items [0, cut_item) by `summary`.
-  void NoteCompaction(const Exchange& ex, size_t cut_item, std::string summary,
-                      double tokens_before, int64_t tokens_after);
-  // The same for the exchange this worker thread is completing, for a hook
-  // that reports after its answer without the Exchange (the compaction
-  // hook's on_forwarded, which runs on the request's worker thread before
-  // this hook's OnComplete). Cleared when the thread's next request begins.
-  static void NoteCompactionOnThisThread(size_t cut_item, std::string summary, double tokens_before,
-                                         int64_t tokens_after);
 
  private:
-  friend class RecordingExchange;
-  std::optional<RecordedCompaction> TakeCompaction(const Exchange& ex);
-
   ConversationRecorder* recorder_;
-  std::mutex mu_;
-  // Compactions noted for exchanges in flight (first_kept_message holds the cut item).
-  std::map<const Exchange*, RecordedCompaction> compactions_;
 };
 
 }  // namespace compactor::serve

@@ -10,15 +10,16 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The summary an item of the proxy's carries, or nullopt.
-std::optional<std::string> ProxySummaryOf(std::string_view raw) {
+// The encrypted_content of an item of the proxy's, or nullopt.
+std::optional<std::string> ProxyContentOf(std::string_view raw) {
   Json item = Json::parse(raw, nullptr, /*allow_exceptions=*/false);
   if (!item.is_object()) return std::nullopt;
   auto content = item.find("encrypted_content");
   if (content == item.end() || !content->is_string()) return std::nullopt;
   const std::string& text = content->get_ref<const std::string&>();
-  if (text.rfind(kProxyCompaction, 0) != 0) return std::nullopt;
-  return text.substr(kProxyCompaction.size());
+  if (text.rfind(kProxyCompaction, 0) != 0 && text.rfind(kProxyCompactionRef, 0) != 0)
+    return std::nullopt;
+  return text;
 }
 
 Json Usage(int64_t input_tokens, int64_t output_tokens) {
@@ -62,15 +63,31 @@ bool EndsInCompactionTrigger(const ClientRequest& request) {
   return !request.items.empty() && request.items.back().type == "compaction_trigger";
 }
 
-std::optional<std::string> ExpandProxyCompactions(const ClientRequest& request,
-                                                  std::string* summary) {
+std::string ProxyCompactionContent(std::string_view key, std::string_view summary) {
+  if (!key.empty()) return std::string(kProxyCompactionRef) + std::string(key);
+  return std::string(kProxyCompaction) + std::string(summary);
+}
+
+Expansion ExpandProxyCompactions(const ClientRequest& request, const SummaryLookup& find) {
+  Expansion e;
   std::string out;
   size_t copied = 0;
   bool any = false;
   for (const ClientItem& item : request.items) {
     if (item.kind != ClientItemKind::kCompaction) continue;
-    std::optional<std::string> text = ProxySummaryOf(request.Text(item));
-    if (!text) continue;
+    std::optional<std::string> content = ProxyContentOf(request.Text(item));
+    if (!content) continue;
+    std::optional<std::string> text;
+    if (content->rfind(kProxyCompaction, 0) == 0) {
+      text = content->substr(kProxyCompaction.size());
+    } else {
+      std::string key = content->substr(kProxyCompactionRef.size());
+      if (find) text = find(key);
+      if (!text) {
+        e.missing = std::move(key);
+        return e;
+      }
+    }
     Json message = {
         {"type", "message"},
         {"role", "user"},
@@ -78,20 +95,22 @@ std::optional<std::string> ExpandProxyCompactions(const ClientRequest& request,
     out.append(request.body, copied, item.raw.begin - copied);
     out += message.dump();
     copied = item.raw.end;
-    *summary = std::move(*text);
+    e.summary = std::move(*text);
     any = true;
   }
-  if (!any) return std::nullopt;
+  if (!any) return e;
   out.append(request.body, copied, std::string::npos);
-  return out;
+  e.body = std::move(out);
+  return e;
 }
 
-TriggerAnswer CompactionAnswer(const ClientRequest& request, std::string_view summary,
-                               int64_t input_tokens, std::string_view id) {
+TriggerAnswer CompactionAnswer(const ClientRequest& request, std::string_view content,
+                               std::string_view summary, int64_t input_tokens,
+                               std::string_view id) {
   const std::string response_id = "resp_compactor_" + std::string(id);
   Json item = {{"id", "cmp_compactor_" + std::string(id)},
                {"type", "compaction"},
-               {"encrypted_content", std::string(kProxyCompaction) + std::string(summary)}};
+               {"encrypted_content", std::string(content)}};
   Json usage = Usage(input_tokens, EstimateTextTokens(summary));
   TriggerAnswer a;
   if (!request.stream) {

@@ -69,7 +69,12 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
       : options_.summarizer == "offline" ? CompactHookOptions::SummarizerKind::kOffline
                                          : CompactHookOptions::SummarizerKind::kModels;
   compact.summarizer_models = options_.summarizer_models;
+  // Validated by ResolveServeDefaults; an unchecked name falls back to summary.
+  auto strategy = ProxyStrategyOf(options_.strategy, !options_.notes_file.empty());
+  compact.strategy = strategy.ok() ? *strategy : ProxyStrategy::kSummary;
+  compact.notes_file = options_.notes_file;
   compact.summary_deadline_ms = options_.summary_deadline_ms;
+  compact.mark_summary_requests = options_.mark_summary_requests;
   compact.remote_compaction =
       options_.remote_compaction == "upstream" ? CompactHookOptions::RemoteCompaction::kUpstream
       : options_.remote_compaction == "proxy"  ? CompactHookOptions::RemoteCompaction::kProxy
@@ -79,6 +84,9 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
     return JoinUpstream(proxy_.UpstreamFor(r.route, r.headers), r.target);
   };
   compact.on_forwarded = &on_forwarded_;
+  compact.session_of = &session_of_;
+  compact.durable_summaries = &durable_summaries_;
+  compact.max_conversations = options_.max_conversations;
   proxy_.AddHook(NewCompactHook(std::move(compact)));
 }
 

@@ -46,6 +46,12 @@ class Server {
   // usage and the compaction made (serve/compact_hook.h). REQUIRES: before
   // Start().
   void set_on_forwarded(ForwardedCallback fn) { on_forwarded_ = std::move(fn); }
+  // Names the recorded session of a conversation for the x-compactor-session
+  // header (the store's session id). REQUIRES: before Start().
+  void set_session_resolver(SessionResolver fn) { session_of_ = std::move(fn); }
+  // Where the proxy's summaries outlive its conversation table (the store's
+  // summary cache). REQUIRES: before Start().
+  void set_durable_summaries(DurableSummaries d) { durable_summaries_ = std::move(d); }
 
   // Binds and serves. kUnavailable when the address cannot be bound.
   Status Start();
@@ -63,7 +69,9 @@ class Server {
   bool Authorized(const Connection& conn) const;
 
   ServeOptions options_;
-  ForwardedCallback on_forwarded_;  // before proxy_: the hook points at it
+  ForwardedCallback on_forwarded_;      // before proxy_: the hook points at it
+  SessionResolver session_of_;          // the same
+  DurableSummaries durable_summaries_;  // the same
   std::string host_;
   int requested_port_ = 0;
   bool requires_token_ = false;

@@ -7,7 +7,58 @@
 
 namespace compactor::serve {
 
-Conversations::Conversations(Env* env) : env_(env) {}
+Conversations::Conversations(Env* env, ConversationLimits limits) : env_(env), limits_(limits) {}
+
+Conversations::Entry& Conversations::UseLocked(const std::string& id) {
+  auto [it, added] = entries_.try_emplace(id);
+  it->second.last_use = ++tick_;
+  if (added) EvictLocked();
+  return it->second;
+}
+
+// Evicts the least recently used entries without a running job until the
+// table is within its bound (a linear scan, only when an entry is added
+// past the bound).
+void Conversations::EvictLocked() {
+  while (entries_.size() > std::max<size_t>(limits_.max_conversations, 1)) {
+    auto lru = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->second.running != nullptr || it->second.last_use == tick_) continue;
+      if (lru == entries_.end() || it->second.last_use < lru->second.last_use) lru = it;
+    }
+    if (lru == entries_.end()) return;  // every other one is busy
+    entries_.erase(lru);
+  }
+}
+
+size_t Conversations::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+std::optional<ConversationSummary> Conversations::Restore(const std::string& id,
+                                                          const ClientRequest& request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = UseLocked(id);
+    if (e.restored || e.summary) return std::nullopt;
+    e.restored = true;
+  }
+  if (limits_.durable == nullptr || !limits_.durable->find) return std::nullopt;
+  // The longest cached prefix: a summary covers [0, cut) of some earlier
+  // request, and the request is longer than it (MatchedPrefix).
+  std::vector<std::string> keys = SummaryKeys(request);
+  for (size_t cut = keys.size(); cut-- > 1;) {
+    std::optional<std::string> text = limits_.durable->find(keys[cut]);
+    if (!text) continue;
+    ConversationSummary found = SummaryOf(request, cut, std::move(*text));
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = UseLocked(id);
+    if (!e.summary) e.summary = found;
+    return e.summary;
+  }
+  return std::nullopt;
+}
 
 Conversations::~Conversations() {
   std::vector<Worker> workers;
@@ -25,12 +76,13 @@ std::optional<ConversationSummary> Conversations::Prior(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
+  it->second.last_use = ++tick_;
   return it->second.summary;
 }
 
 void Conversations::Commit(const std::string& id, ConversationSummary summary) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_[id].summary = std::move(summary);
+  UseLocked(id).summary = std::move(summary);
 }
 
 bool Conversations::Running(const std::string& id) {
@@ -41,7 +93,8 @@ bool Conversations::Running(const std::string& id) {
 
 bool Conversations::FirstWarning(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  return warned_.insert(id).second;
+  Entry& e = UseLocked(id);
+  return !std::exchange(e.warned, true);
 }
 
 // Joins the threads of finished jobs (mu_ held; their threads are past the
@@ -62,7 +115,7 @@ Result<std::shared_ptr<SummaryJob>> Conversations::Start(const std::string& id, 
                                                          bool* started) {
   std::lock_guard<std::mutex> lock(mu_);
   ReapLocked();
-  Entry& e = entries_[id];
+  Entry& e = UseLocked(id);
   if (e.running != nullptr) {
     *started = false;
     if (!work.background) ++e.running->waiters_;
@@ -89,9 +142,14 @@ void Conversations::Run(const std::string& id, const std::shared_ptr<SummaryJob>
   req.previous_summary = work->previous;
   req.is_cancelled = [job] { return job->cancelled(); };
   Result<std::string> out = SummarizeWithin(*work->summarizer, req, work->window);
+  // Durable before the summary is in force: a conversation evicted later
+  // finds it again (the put is the store's append, on this job's thread).
+  if (out.ok() && limits_.durable != nullptr && limits_.durable->put) {
+    limits_.durable->put(SummaryKey(work->prefix), *out);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Entry& e = entries_[id];
+    Entry& e = UseLocked(id);
     if (out.ok()) e.summary = ConversationSummary{std::move(work->prefix), *out};
     if (e.running == job) e.running = nullptr;
     job->result_ = std::move(out);

@@ -43,6 +43,26 @@ struct SummaryWork {
   bool background = false;
 };
 
+// Where summaries outlive the in-memory conversation table: the store's
+// summary cache (SessionStore::PutSummary / FindSummary), keyed by
+// SummaryKey of the items a summary replaces. Either function may be empty.
+struct DurableSummaries {
+  std::function<void(const std::string& key, const std::string& summary)> put;
+  std::function<std::optional<std::string>(const std::string& key)> find;
+};
+
+// The conversation table's bounds.
+struct ConversationLimits {
+  // Conversations kept in memory (settings "serve.maxConversations"):
+  // beyond it the least recently used one without a running summary is
+  // evicted; when it comes back, its summary is found again through
+  // `durable` (the same bytes: the upstream's prompt cache still hits).
+  size_t max_conversations = 4096;
+  // Not owned; null = none. Points at an object that outlives the table
+  // and is set, if at all, before the first request.
+  const DurableSummaries* durable = nullptr;
+};
+
 // One summary being written. The result is set once, then `done`.
 class SummaryJob {
  public:
@@ -67,14 +87,19 @@ class SummaryJob {
 class Conversations {
  public:
   // `env`: threads and the clock. REQUIRES: non-null, outlives this.
-  explicit Conversations(Env* env);
+  explicit Conversations(Env* env, ConversationLimits limits = {});
   // Cancels every running job and waits for its thread.
   ~Conversations();
   Conversations(const Conversations&) = delete;
   Conversations& operator=(const Conversations&) = delete;
 
-  // The summary in force for `id`, if any.
+  // The summary in force for `id`, if any. Counts as a use of `id`.
   std::optional<ConversationSummary> Prior(const std::string& id);
+  // The summary for `request` of `id` when the table does not know `id`
+  // (new, or evicted and back): the longest prefix of the request whose
+  // summary the durable cache holds, committed to `id`. Asked once per
+  // stay of `id` in the table; nullopt otherwise.
+  std::optional<ConversationSummary> Restore(const std::string& id, const ClientRequest& request);
   void Commit(const std::string& id, ConversationSummary summary);
   // Whether a job runs for `id`.
   bool Running(const std::string& id);
@@ -98,20 +123,30 @@ class Conversations {
 
   // Jobs started so far (tests, metrics).
   int64_t jobs_started() const { return jobs_started_.load(); }
+  // Conversations in memory now (tests, metrics).
+  size_t size();
 
  private:
   struct Entry {
     std::optional<ConversationSummary> summary;
     std::shared_ptr<SummaryJob> running;
+    uint64_t last_use = 0;
+    bool warned = false;
+    bool restored = false;  // the durable cache was asked (Restore)
   };
+  // The entry of `id`, created when missing, marked used (mu_ held); may
+  // evict another entry.
+  Entry& UseLocked(const std::string& id);
+  void EvictLocked();
   void Run(const std::string& id, const std::shared_ptr<SummaryJob>& job,
            const std::shared_ptr<SummaryWork>& work);
   void ReapLocked();
 
   Env* env_;
+  ConversationLimits limits_;
   std::mutex mu_;
   std::map<std::string, Entry> entries_;
-  std::set<std::string> warned_;
+  uint64_t tick_ = 0;  // guarded by mu_
   struct Worker {
     std::shared_ptr<SummaryJob> job;
     std::unique_ptr<Thread> thread;

@@ -29,8 +29,9 @@ bool HasField(const std::vector<std::pair<std::string, std::string>>& headers,
 // request builder knows nothing of them, so they never reach its messages.
 class ClientTransport : public HttpTransport {
  public:
-  ClientTransport(std::shared_ptr<HttpTransport> inner, std::string url, HeaderList headers)
-      : inner_(std::move(inner)), url_(std::move(url)), headers_(std::move(headers)) {}
+  ClientTransport(std::shared_ptr<HttpTransport> inner, std::string url, HeaderList headers,
+                  bool mark)
+      : inner_(std::move(inner)), url_(std::move(url)), headers_(std::move(headers)), mark_(mark) {}
 
   Result<HttpResponse> Send(const HttpRequest& request) override {
     HttpRequest r = request;
@@ -39,9 +40,10 @@ class ClientTransport : public HttpTransport {
       if (DescribesBody(name) || HasField(request.headers, name)) continue;
       r.headers.emplace_back(name, value);
     }
-    // Says what the request is (upstream logs, the test harness's fake):
-    // the proxy's summary, not a request of the client's.
-    r.headers.emplace_back("x-compactor-request", "summary");
+    // Only when asked (serve.markSummaryRequests, for a test harness's fake
+    // upstream that must tell the proxy's summaries from a client compacting
+    // by itself): a real upstream gets no internal header.
+    if (mark_) r.headers.emplace_back("x-compactor-request", "summary");
     return inner_->Send(r);
   }
 
@@ -49,6 +51,7 @@ class ClientTransport : public HttpTransport {
   std::shared_ptr<HttpTransport> inner_;
   std::string url_;
   HeaderList headers_;
+  bool mark_;
 };
 
 CallOptions CallOptionsOf(const ProxySummarizerOptions& options,
@@ -95,8 +98,8 @@ std::unique_ptr<Summarizer> NewUpstreamSummarizer(UpstreamSummaryTarget target,
   model.stream = target.stream;
   std::shared_ptr<HttpTransport> inner = options.transport ? options.transport : NewCurlTransport();
   std::vector<std::string> secrets = CredentialsIn(target.headers);
-  auto transport = std::make_shared<ClientTransport>(std::move(inner), std::move(target.url),
-                                                     std::move(target.headers));
+  auto transport = std::make_shared<ClientTransport>(
+      std::move(inner), std::move(target.url), std::move(target.headers), options.mark_requests);
   LlmSummarizerOptions llm;
   llm.candidates.push_back(std::move(model));
   llm.call = CallOptionsOf(options, std::move(transport));

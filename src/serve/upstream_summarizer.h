@@ -53,6 +53,10 @@ struct ProxySummarizerOptions {
   RetryPolicy retry{.max_retries = 1,
                     .base_delay = std::chrono::milliseconds(500),
                     .max_wait = std::chrono::milliseconds(5000)};
+  // Adds "x-compactor-request: summary" to the summary requests of
+  // NewUpstreamSummarizer (settings "serve.markSummaryRequests"; test
+  // harnesses only: real upstreams never get internal headers).
+  bool mark_requests = false;
 };
 
 // The summarizer of `--summarizer upstream` for one client request.

@@ -41,6 +41,11 @@ EntryType EntryTypeFromName(std::string_view n) {
 // resident memory does not grow with the file (the bytes stay readable).
 constexpr size_t kReleaseThreshold = 32u << 20;
 constexpr size_t kReleaseChunk = 8u << 20;
+// The least capacity a loader's parser starts with. A line truncated by
+// another process between the parser's two passes can make one string scan
+// run up to a page past the line (posix_env.cc, "Truncation while mapped");
+// the parser's string buffer (5/3 of its capacity) then still holds it.
+constexpr size_t kMinParserCapacity = 64u << 10;
 // Files from this size are indexed by two threads (LoadOptions::threads).
 constexpr size_t kParallelThreshold = 16u << 20;
 
@@ -568,6 +573,13 @@ void SessionState::ParseChunk(Chunk& c) {
   if (auto* parse = kernel->session_parse_chunk) return parse(this, &c);
 #endif
   simdjson::ondemand::parser parser;
+  if (parser.allocate(kMinParserCapacity) != simdjson::SUCCESS) {
+    c.out_of_memory = true;
+    c.failed = true;
+    c.fail_line = 1;
+    c.fail_message = "out of memory while reading this line";
+    return;
+  }
   Storage& st = *c.storage;
   // Reserve for short lines (real entries average over 1 KB): the index never
   // moves while it grows, and untouched reserved pages cost no memory.
@@ -598,6 +610,9 @@ void SessionState::ParseChunk(Chunk& c) {
     size_t end = nl ? static_cast<size_t>(nl - data) : c.end;
     ++line_no;
     std::string_view line(data + pos, end - pos);
+    // Another process truncated the file: the rest is fill bytes. Load
+    // reports it; reading on would only fault in more fill.
+    if (file.truncated()) return fail(line_no, "truncated while read");
     const bool last_line = nl == nullptr || end + 1 >= size;
     const bool torn = nl == nullptr;
     pos = end + 1;

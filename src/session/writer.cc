@@ -161,6 +161,10 @@ Result<SessionRewriteResult> RewriteSessionFile(const std::string& path, const R
   std::string_view bytes(map->data(), map->size());
   uint64_t done = bytes.rfind('\n') + 1;  // 0 when there is none
   COMPACTOR_ASSIGN_OR_RETURN(std::string text, rebuild(bytes.substr(0, done)));
+  // Rebuilt from fill bytes, the text would replace the file with nonsense.
+  if (map->truncated())
+    return Status::IoError(path +
+                           ": truncated by another process while it was read; nothing written");
   map.reset();
   if (!text.empty() && text.back() != '\n') text.push_back('\n');
   // What was appended since the mapping: complete lines go into the new text.

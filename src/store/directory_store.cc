@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "compactor/entries.h"
+#include "compactor/js_json.h"
 #include "compactor/message.h"
 #include "compactor/store.h"
 #include "compactor/writer.h"
@@ -39,24 +40,93 @@ std::string OneLine(std::string s) {
   return s;
 }
 
-void FillFromSession(const Session& s, StoredSessionInfo* info) {
-  info->entries = s.size();
-  if (auto name = s.Name()) {
-    info->title = OneLine(*name);
-    info->named = true;
-  } else {
-    for (size_t i = 0; i < s.size(); ++i) {
-      const Entry& e = s.entry(i);
-      if (e.type != EntryType::kMessage || e.role_name != "user") continue;
-      auto m = ParseMessage(s.MessageJson(i));
-      if (m.ok()) info->title = OneLine(m->JoinedText());
+// The line around offset `at` of `bytes` (without its newline).
+std::string_view LineAt(std::string_view bytes, size_t at) {
+  size_t begin = bytes.rfind('\n', at == 0 ? 0 : at - 1);
+  begin = begin == std::string_view::npos || at == 0 ? 0 : begin + 1;
+  size_t end = bytes.find('\n', at);
+  return bytes.substr(begin, (end == std::string_view::npos ? bytes.size() : end) - begin);
+}
+
+// An entry line parsed alone; discarded (not an object) when it is not one.
+nlohmann::json ParseLine(std::string_view line) {
+  return nlohmann::json::parse(line, nullptr, false);
+}
+
+// The string member `key` of `j`, else "" (value() would throw on another type).
+std::string StringMember(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The list's view of a session file, from its bytes without parsing every
+// entry (a list of many large sessions must not load them all): entries
+// are its lines after the header; the name is the latest session_info
+// entry's (found from the end); the first prompt is the first user message
+// (found from the start); the last activity is the last entry's timestamp
+// (entries are appended in time order). A last line without its newline is
+// a torn append, not an entry (as readers skip it).
+void FillFromBytes(std::string_view bytes, StoredSessionInfo* info) {
+  size_t first = bytes.find('\n');
+  std::string_view body = first == std::string_view::npos ? "" : bytes.substr(first + 1);
+  info->entries = static_cast<size_t>(std::count(body.begin(), body.end(), '\n'));
+  constexpr std::string_view kInfo = "\"session_info\"";
+  for (size_t at = body.rfind(kInfo); at != std::string_view::npos;
+       at = at == 0 ? std::string_view::npos : body.rfind(kInfo, at - 1)) {
+    nlohmann::json e = ParseLine(LineAt(body, at));
+    if (StringMember(e, "type") != "session_info") continue;
+    std::string name = StringMember(e, "name");
+    if (!name.empty()) {
+      info->title = OneLine(std::move(name));
+      info->named = true;
+    }
+    break;
+  }
+  constexpr std::string_view kUser = "\"user\"";
+  for (size_t at = info->named ? std::string_view::npos : body.find(kUser);
+       at != std::string_view::npos; at = body.find(kUser, at + 1)) {
+    std::string_view line = LineAt(body, at);
+    nlohmann::json e = ParseLine(line);
+    if (StringMember(e, "type") != "message" || !e.contains("message") ||
+        StringMember(e["message"], "role") != "user") {
+      at = static_cast<size_t>(line.data() + line.size() - body.data());  // the next line
+      continue;
+    }
+    auto m =
+        ParseMessage(e["message"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (m.ok()) info->title = OneLine(m->JoinedText());
+    break;
+  }
+  std::string_view rest = body;
+  while (!rest.empty() && rest.back() == '\n') rest.remove_suffix(1);
+  while (!rest.empty()) {
+    size_t nl = rest.rfind('\n');
+    std::string_view line = nl == std::string_view::npos ? rest : rest.substr(nl + 1);
+    nlohmann::json e = ParseLine(line);
+    if (std::string ts = StringMember(e, "timestamp"); !ts.empty()) {
+      double ms = ParseIsoTimestampMs(ts);
+      if (!std::isnan(ms) && ms > 0) info->last_activity_ms = static_cast<int64_t>(ms);
       break;
     }
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(0, nl);
   }
-  double newest = 0;
-  for (const Entry& e : s.entries())
-    if (!std::isnan(e.timestamp_ms)) newest = std::max(newest, e.timestamp_ms);
-  if (newest > 0) info->last_activity_ms = static_cast<int64_t>(newest);
+}
+
+// One {"KEY_NAME": ..., "VALUE_NAME": ...} line of the store's own index
+// files, read into `out`; a torn or malformed line (a crash while it was
+// appended) is skipped. The last line of a key wins.
+void ReadIndexLines(std::string_view text, const char* key_name, const char* value_name,
+                    std::map<std::string, std::string>* out) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    std::string key = StringMember(j, key_name);
+    if (key.empty() || !j.contains(value_name) || !j[value_name].is_string()) continue;
+    (*out)[key] = j[value_name].get<std::string>();
+  }
 }
 
 class DirectoryStore final : public SessionStore {
@@ -67,6 +137,7 @@ class DirectoryStore final : public SessionStore {
     if (!o_.dir.empty()) {
       COMPACTOR_RETURN_IF_ERROR(env_->CreateDirs(o_.dir));
       COMPACTOR_RETURN_IF_ERROR(LoadConversations());
+      COMPACTOR_RETURN_IF_ERROR(LoadSummaries());
     }
     std::lock_guard<std::mutex> lock(mu_);
     Scan();
@@ -77,7 +148,32 @@ class DirectoryStore final : public SessionStore {
     if (o_.dir.empty()) return Status::FailedPrecondition("the store has no writable directory");
     nlohmann::json line = {{"conversation", conversation}, {"session", session_id}};
     std::lock_guard<std::mutex> lock(conv_mu_);
-    const std::string path = ConversationsPath();
+    Status s = AppendIndexLine(ConversationsPath(), line);
+    if (s.ok()) conversations_[std::string(conversation)] = std::string(session_id);
+    return s;
+  }
+
+  Status PutSummary(std::string_view key, std::string_view summary) override {
+    if (o_.dir.empty()) return Status::FailedPrecondition("the store has no writable directory");
+    nlohmann::json line = {{"key", key}, {"summary", summary}};
+    std::lock_guard<std::mutex> lock(summary_mu_);
+    auto it = summaries_.find(std::string(key));
+    if (it != summaries_.end() && it->second == summary) return Status::Ok();
+    Status s = AppendIndexLine(SummariesPath(), line);
+    if (s.ok()) summaries_[std::string(key)] = std::string(summary);
+    return s;
+  }
+
+  std::optional<std::string> FindSummary(std::string_view key) override {
+    std::lock_guard<std::mutex> lock(summary_mu_);
+    auto it = summaries_.find(std::string(key));
+    if (it == summaries_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  // Appends `line` to one of the store's index files (created atomically
+  // with its folder when missing), synced.
+  Status AppendIndexLine(const std::string& path, const nlohmann::json& line) {
     const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     Status s;
     if (env_->Stat(path).ok()) {
@@ -92,7 +188,6 @@ class DirectoryStore final : public SessionStore {
       ro.env = env_;
       s = WriteFileAtomic(path, text + "\n", ro);
     }
-    if (s.ok()) conversations_[std::string(conversation)] = std::string(session_id);
     return s;
   }
 
@@ -125,17 +220,14 @@ class DirectoryStore final : public SessionStore {
     COMPACTOR_ASSIGN_OR_RETURN(Slot slot, Find(id));
     COMPACTOR_ASSIGN_OR_RETURN(FileInfo fi, env_->Stat(slot.path));
     if (slot.info && slot.info_identity == fi.identity) return *slot.info;
-    LoadOptions lo;
-    lo.env = env_;
-    lo.threads = 1;
-    COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, Session::Open(slot.path, lo));
+    COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> map, env_->MapFile(slot.path));
     StoredSessionInfo info;
     info.id = std::string(id);
     info.path = slot.path;
     info.read_only = slot.read_only;
     info.size_bytes = fi.identity.size;
     info.last_activity_ms = fi.identity.mtime_ns / 1'000'000;
-    FillFromSession(*s, &info);
+    FillFromBytes(std::string_view(map->data(), map->size()), &info);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_id_.find(info.id);
     if (it != by_id_.end() && it->second.path == slot.path) {
@@ -237,6 +329,18 @@ class DirectoryStore final : public SessionStore {
   };
 
   std::string ConversationsPath() const { return Join(o_.dir, ".compactor/conversations.jsonl"); }
+  std::string SummariesPath() const { return Join(o_.dir, ".compactor/summaries.jsonl"); }
+
+  Status LoadSummaries() {
+    auto text = env_->ReadFile(SummariesPath());
+    if (!text.ok()) {
+      if (text.status().code() == StatusCode::kNotFound) return Status::Ok();
+      return text.status();
+    }
+    std::lock_guard<std::mutex> lock(summary_mu_);
+    ReadIndexLines(*text, "key", "summary", &summaries_);
+    return Status::Ok();
+  }
 
   // Reads the conversation index; a torn or malformed line (a crash while
   // it was appended) is skipped.
@@ -374,9 +478,19 @@ class DirectoryStore final : public SessionStore {
   std::map<std::string, Seen> seen_;   // path -> what it was at the last scan; guarded by mu_
   std::mutex conv_mu_;
   std::map<std::string, std::string> conversations_;  // guarded by conv_mu_
+  std::mutex summary_mu_;
+  std::map<std::string, std::string> summaries_;  // key -> text; guarded by summary_mu_
 };
 
 }  // namespace
+
+Status SessionStore::PutSummary(std::string_view /*key*/, std::string_view /*summary*/) {
+  return Status::Unsupported("this session store has no summary cache");
+}
+
+std::optional<std::string> SessionStore::FindSummary(std::string_view /*key*/) {
+  return std::nullopt;
+}
 
 Result<std::unique_ptr<SessionStore>> NewDirectoryStore(const DirectoryStoreOptions& options) {
   auto store = std::make_unique<DirectoryStore>(options);

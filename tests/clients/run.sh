@@ -375,13 +375,18 @@ run_scenario() { # NAME MODE ROUND
     local window=()
     # Passthrough: no window, so serve knows none for the fake's model names and compacts nothing proactively.
     [ "$mode" = proxy ] && window=(--context-window "$(proxy_window "$name" "$3")")
+    # markSummaryRequests: serve's own summary requests carry
+    # x-compactor-request: summary, so the fake tells them from a client
+    # compacting by itself (real upstreams never get that header).
+    local remote=
     if [ "$name" = codex-remote ] && [ "$mode" = passthrough ]; then
       # The fake offers remote compaction here: serve passes Codex's
       # compaction_trigger on instead of answering it (its default for
       # upstreams other than OpenAI's).
-      echo '{"serve": {"remoteCompaction": "upstream"}}' >"$dir/serve-settings.json"
-      window+=(--settings "$dir/serve-settings.json")
+      remote=', "remoteCompaction": "upstream"'
     fi
+    echo "{\"serve\": {\"markSummaryRequests\": true$remote}}" >"$dir/serve-settings.json"
+    window+=(--settings "$dir/serve-settings.json")
     # --json: check.mjs reads serve's request log (which requests it rewrote).
     start_server "$dir/serve.out" "$dir/serve.err" "$compactor" serve --listen 127.0.0.1:0 --upstream "$base" \
       "${window[@]}" --store "$dir/store" --json "${serve_args[@]}" || {

@@ -1,9 +1,11 @@
 // The POSIX Env's answer to a file truncated while it is mapped: the read
-// past the new end sees zeros instead of killing the process (SIGBUS), the
-// mapping says so, and the session loader turns it into an error. Also the
-// bounded read of pipes and FIFOs (ReadFileUpTo).
+// past the new end sees fill bytes (double quotes) instead of killing the
+// process (SIGBUS), the mapping says so, a JSON parse caught between its two
+// passes stops inside the mapping, and the session loader turns it into an
+// error. Also the bounded read of pipes and FIFOs (ReadFileUpTo).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +24,7 @@ namespace {
 
 using testing::TempDir;
 
-TEST(TruncatedMapping, ReadsPastTheNewEndSeeZerosAndAreMarked) {
+TEST(TruncatedMapping, ReadsPastTheNewEndSeeQuotesAndAreMarked) {
   TempDir d;
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const std::string f = d.Write("big.bin", std::string(page * 64, 'a'));
@@ -31,16 +33,51 @@ TEST(TruncatedMapping, ReadsPastTheNewEndSeeZerosAndAreMarked) {
   std::unique_ptr<MappedFile> owned = std::move(map).value();
   const MappedFile& m = *owned;
   EXPECT_FALSE(m.truncated());
-  ASSERT_EQ(::truncate(f.c_str(), static_cast<off_t>(page)), 0);
-  // Page 0 is still the file; page 10 is past its end now.
+  ASSERT_EQ(::truncate(f.c_str(), static_cast<off_t>(page + 100)), 0);
+  // Page 0 is still the file; the kernel zeroes the rest of page 1, the new
+  // last page; page 10 is past the new end.
   EXPECT_EQ(m.data()[0], 'a');
+  EXPECT_EQ(m.data()[page + 99], 'a');
+  EXPECT_EQ(m.data()[page + 100], '\0');
+  EXPECT_FALSE(m.truncated());  // nothing faulted yet
   volatile const char* lost = m.data() + page * 10;
-  EXPECT_EQ(*lost, '\0');  // without the handler: death by SIGBUS here
+  EXPECT_EQ(*lost, '"');  // without the handler: death by SIGBUS here
   EXPECT_TRUE(m.truncated());
-  EXPECT_EQ(m.data()[page * 63], '\0');
+  EXPECT_EQ(m.data()[page * 63], '"');
+  // The spare page past the mapped size faults the same way.
+  EXPECT_EQ(m.data()[page * 64 + 10], '"');
   owned.reset();  // unmaps: the path is remembered
   std::vector<std::string> seen = TruncatedMappedFiles();
   EXPECT_NE(std::find(seen.begin(), seen.end(), f), seen.end());
+}
+
+// The crash this guards against: the parser indexed the line, the line
+// vanished, and reading a string then scanned for its closing quote through
+// zeros, past the line and the mapping (a SEGV; under ASan an overflow).
+TEST(TruncatedMapping, AParseCaughtBetweenItsPassesStopsInsideTheMapping) {
+  TempDir d;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t cut : {page * 2, page * 2 + 100, page * 5 + 7}) {
+    SCOPED_TRACE(cut);
+    const std::string line = R"({"b":1,"a":")" + std::string(page * 8, 'x') + R"("})";
+    const std::string f = d.Write("s.json", line + "\n" + std::string(page, ' '));
+    Result<std::unique_ptr<MappedFile>> map = Env::Default()->MapFile(f);
+    ASSERT_TRUE(map.ok()) << map.status().ToString();
+    simdjson::ondemand::parser parser;
+    ASSERT_EQ(parser.allocate(64u << 10), simdjson::SUCCESS);  // as the session loader does
+    simdjson::padded_string_view view((*map)->data(), line.size(),
+                                      line.size() + simdjson::SIMDJSON_PADDING);
+    simdjson::ondemand::document doc;
+    ASSERT_EQ(parser.iterate(view).get(doc), simdjson::SUCCESS);  // pass 1: the index
+    simdjson::ondemand::object object;
+    ASSERT_EQ(doc.get_object().get(object), simdjson::SUCCESS);  // checks the closing brace
+    ASSERT_EQ(::truncate(f.c_str(), static_cast<off_t>(cut)), 0);
+    std::string_view a;
+    // Pass 2 reads the string: it ends at the fill, within the mapping.
+    ASSERT_EQ(object["a"].get_string().get(a), simdjson::SUCCESS);
+    EXPECT_LE(a.size(), cut + page);  // up to the next page boundary
+    EXPECT_TRUE((*map)->truncated());
+  }
 }
 
 TEST(TruncatedMapping, OtherSigbusKeepsItsDefaultAction) {
@@ -123,7 +160,7 @@ TEST(TruncatedMapping, SessionOpenReportsIt) {
   ASSERT_EQ(::truncate(f.c_str(), 4096), 0);
   // (A middle entry: the last line may be held in a padded copy.)
   const std::string_view middle = session.MessageJson(session.size() / 2);
-  EXPECT_EQ(middle.find("hello there"), std::string_view::npos);  // zeros, not the message
+  EXPECT_EQ(middle.find("hello there"), std::string_view::npos);  // fill, not the message
   Status intact = session.CheckIntact();
   EXPECT_EQ(intact.code(), StatusCode::kIoError);
   EXPECT_EQ(intact.message(), f + ": truncated by another process while it was read");

@@ -22,6 +22,7 @@ namespace compactor {
 namespace {
 
 using testing::ReadFileOrDie;
+using testing::ResetSignalsForExec;
 using testing::RunCli;
 using testing::RunProgram;
 using testing::RunResult;
@@ -270,7 +271,7 @@ TEST(HostileInput, JsonOutputUnderTightMemoryLimits) {
 // The case of issue 12: a few huge lines, where the JSON parser's own buffers
 // run out (simdjson reports it as an error code, which was taken for a
 // malformed line: `migrate --in-place` then wrote the file without them).
-TEST(HostileInput, OutOfMemoryInTheParserIsNeverAMalformedLine) {
+TEST(HostileInput, ParserUnderMemoryLimitIsNeverAMalformedLine) {
   TempDir d;
   const std::string original = Session(4, size_t{12} << 20);  // 4 lines of 12 MiB
   const std::string cli = COMPACTOR_CLI_PATH;
@@ -308,6 +309,7 @@ TEST(HostileInput, TruncationWhileMappedIsAnErrorNotASignal) {
     const std::string f = d.Write(std::string(command) + ".jsonl", text);
     pid_t pid = fork();
     if (pid == 0) {
+      ResetSignalsForExec();
       int null = ::open("/dev/null", O_WRONLY);
       dup2(null, 1);
       dup2(null, 2);
@@ -336,6 +338,7 @@ TEST(HostileInput, TruncationWhileMappedIsAnErrorNotASignal) {
   ASSERT_EQ(pipe(in), 0);
   pid_t pid = fork();
   if (pid == 0) {
+    ResetSignalsForExec();
     dup2(in[1], 2);
     close(in[0]);
     execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));

@@ -31,6 +31,7 @@ namespace compactor {
 namespace {
 
 using testing::ReadFileOrDie;
+using testing::ResetSignalsForExec;
 using testing::TempDir;
 
 int EnvInt(const char* name, int fallback) {
@@ -47,6 +48,7 @@ pid_t SpawnCli(const std::vector<std::string>& args) {
   cargv.push_back(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
+    ResetSignalsForExec();
     int null = ::open("/dev/null", O_WRONLY);
     dup2(null, 1);
     dup2(null, 2);

@@ -16,6 +16,8 @@
 #include "compactor/context.h"
 #include "compactor/provider_api.h"
 #include "compactor/store.h"
+#include "compactor/summarizer.h"
+#include "serve/compact_requests.h"
 #include "serve/serve_fixture.h"
 #include "support/test_util.h"
 
@@ -126,6 +128,45 @@ TEST_F(ServeApiTest, AnswersWithTheCliJsonOfTheSameFile) {
             Cli({"context", path, "--json", "--leaf", leaf}));
   EXPECT_EQ(Get(base + "/tree?leaf=" + leaf).body, Cli({"tree", path, "--json", "--leaf", leaf}));
   EXPECT_EQ(Get(base + "?leaf=" + leaf).body, Cli({"stats", path, "--json", "--leaf", leaf}));
+}
+
+// summarizer=upstream in the API: the serve's upstream writes the summary
+// with the caller's own credentials, which go to the upstream only (not
+// stored, not logged); without credentials the request is refused.
+TEST_F(ServeApiTest, TheUpstreamSummarizerUsesTheCallersCredentialsOnly) {
+  std::string path = Copy("pi/long.v3.jsonl", "long.jsonl");
+  std::string id = IdOf(path);
+  StartService();
+  const std::string key = "sk-ant-caller-secret-4242";
+  const std::string compact =
+      kSessions + "/" + id + "/compact?summarizer=upstream&model=claude-test";
+  RawResponse none = Post(compact, "");
+  EXPECT_EQ(none.status, 400);
+  EXPECT_EQ(ErrorCode(none), "credentials_required");
+  EXPECT_EQ(ErrorCode(Post(compact + "&api=nosuch", "", {{"x-api-key", key}})), "invalid_argument");
+  EXPECT_EQ(upstream_.request_count(), 0u);
+  const std::string branch = kSessions + "/" + id + "/branch";
+  auto s = Session::Open(path);
+  ASSERT_TRUE(s.ok());
+  Json to = {{"to", std::string((*s)->entry(3).id)},
+             {"summarize", true},
+             {"summarizer", "upstream"},
+             {"model", "claude-test"}};
+  EXPECT_EQ(ErrorCode(Post(branch, to.dump())), "credentials_required");
+
+  RawResponse r = Post(compact, "", {{"x-api-key", key}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(Json::parse(r.body)["compacted"].get<bool>());
+  ASSERT_GE(upstream_.request_count(), 1u);
+  const UpstreamRecord up = upstream_.requests()[0];
+  EXPECT_EQ(up.target, "/v1/messages");
+  EXPECT_EQ(up.Header("x-api-key"), key);
+  EXPECT_EQ(Json::parse(up.body)["model"], "claude-test");
+  RawResponse b = Post(branch, to.dump(), {{"x-api-key", key}});
+  EXPECT_EQ(b.status, 200) << b.body;
+  Settle();
+  EXPECT_EQ(ReadFileOrDie(path).find(key), std::string::npos) << "the key was stored";
+  for (const std::string& l : logs()) EXPECT_EQ(l.find(key), std::string::npos) << l;
 }
 
 TEST_F(ServeApiTest, CompactAnswersLikeTheCliAndAppendsTheEntry) {
@@ -320,12 +361,16 @@ TEST_F(ServeApiTest, StatelessCompactStoresNothing) {
 
 // --- recording ------------------------------------------------------------------
 
+// An agent's request (it declares a tool: requests without tools are
+// auxiliary and not recorded).
 std::string AnthropicBody(const std::vector<std::pair<std::string, std::string>>& turns) {
   Json messages = Json::array();
   for (const auto& [role, text] : turns) messages.push_back({{"role", role}, {"content", text}});
-  return Json{
-      {"model", "claude-test"}, {"max_tokens", 64}, {"system", "be brief"}, {"messages", messages}}
-      .dump();
+  Json body = {
+      {"model", "claude-test"}, {"max_tokens", 64}, {"system", "be brief"}, {"messages", messages}};
+  body["tools"] = Json::array(
+      {{{"name", "read"}, {"description", "read a file"}, {"input_schema", {{"type", "object"}}}}});
+  return body.dump();
 }
 
 // What the recorded context must be for a request body: its items as pi messages.
@@ -395,20 +440,17 @@ TEST_F(ServeApiTest, ProxiedConversationsAreRecordedBranchedAndSurviveARestart) 
   EXPECT_EQ(Messages(Get(kSessions + "/" + id + "/context").body), Normalized(Expected(body)));
 }
 
-TEST_F(ServeApiTest, ACompactionNotedByAnotherHookIsRecorded) {
+TEST_F(ServeApiTest, ACompactionSetOnTheExchangeIsRecorded) {
   // A stand-in for the compaction hook: it says it replaced the first two items.
   class Noting : public serve::ProxyHook {
    public:
-    explicit Noting(serve::RecordingHook* rec) : rec_(rec) {}
     std::unique_ptr<serve::ExchangeHook> Begin(serve::Exchange& ex) override {
-      rec_->NoteCompaction(ex, 2, "what came before", 500, 120);
+      ex.set_compaction(serve::ExchangeCompaction{2, "what came before", 500, 120, false});
       return nullptr;
     }
-    serve::RecordingHook* rec_;
   };
-  StartService({}, [this](serve::Server& server) {
-    server.proxy().AddHook(std::make_shared<Noting>(&service_->recording_hook()));
-  });
+  StartService({},
+               [](serve::Server& server) { server.proxy().AddHook(std::make_shared<Noting>()); });
   std::string body = AnthropicBody(
       {{"user", "q1"}, {"assistant", "a1"}, {"user", "q2"}, {"assistant", "a2"}, {"user", "q3"}});
   ASSERT_EQ(Post("/v1/messages", body, {{"anthropic-version", "2023-06-01"}}).status, 200);
@@ -423,6 +465,127 @@ TEST_F(ServeApiTest, ACompactionNotedByAnotherHookIsRecorded) {
   EXPECT_EQ(Json::parse(ctx[0])["summary"], "what came before");
   EXPECT_EQ(std::vector<std::string>(ctx.begin() + 1, ctx.end()),
             std::vector<std::string>(expected.begin() + 2, expected.end()));
+}
+
+// An error answer still records the request (its messages were sent; no
+// assistant reply came); an auxiliary request (no tools: a title, a quota
+// check) of the same conversation is no session and no part of one.
+TEST_F(ServeApiTest, ErrorAnswersAreRecordedAuxiliaryRequestsAreNot) {
+  StartService();
+  const std::vector<std::pair<std::string, std::string>> headers = {
+      {"anthropic-version", "2023-06-01"}, {"x-claude-code-session-id", "conv-err"}};
+  ScriptedReply refused;
+  refused.status = 529;
+  refused.reason = "Overloaded";
+  refused.headers = {{"content-type", "application/json"}};
+  refused.pieces = {R"({"type":"error","error":{"type":"overloaded_error","message":"busy"}})"};
+  upstream_.Push(refused);
+  std::string body = AnthropicBody({{"user", "first question"}});
+  RawResponse r = Post("/v1/messages", body, headers);
+  ASSERT_EQ(r.status, 529) << r.body;
+  std::string session = r.Header("x-compactor-session");
+  EXPECT_FALSE(session.empty());
+  // A title request of the same conversation: no tools, another system prompt.
+  std::string title = Json{{"model", "claude-test"},
+                           {"max_tokens", 32},
+                           {"system", "write a title"},
+                           {"messages", Json::array({{{"role", "user"}, {"content", "title?"}}})}}
+                          .dump();
+  RawResponse t = Post("/v1/messages", title, headers);
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_TRUE(t.Header("x-compactor-session").empty());
+  Settle();
+  Json list = Json::parse(Get(kSessions).body)["sessions"];
+  ASSERT_EQ(list.size(), 1u) << list.dump();
+  EXPECT_EQ(list[0]["id"], session);
+  EXPECT_EQ(Messages(Get(kSessions + "/" + session + "/context").body), Normalized(Expected(body)));
+  // The retry that succeeds continues the same session.
+  ASSERT_EQ(Post("/v1/messages", body, headers).status, 200);
+  Settle();
+  EXPECT_EQ(Json::parse(Get(kSessions).body)["sessions"].size(), 1u);
+  EXPECT_EQ(Messages(Get(kSessions + "/" + session + "/context").body), Normalized(Expected(body)));
+}
+
+// x-compactor-session names the recorded session: the API opens it, and its
+// context is what the proxy sent upstream for the latest request (the
+// proxy's summary as a compaction, then the messages it kept).
+TEST_F(ServeApiTest, TheSessionHeaderOpensTheRecordedSessionWithTheContextSentUpstream) {
+  StartService([](ServeOptions& o) {
+    o.context_window = 12000;
+    o.summarizer = "offline";
+  });
+  const std::vector<std::pair<std::string, std::string>> headers = {
+      {"anthropic-version", "2023-06-01"}, {"x-api-key", "dummy"}};
+  std::string session;
+  for (int turns : {30, 32}) {
+    RawResponse r = Post("/v1/messages", AnthropicRequest(turns, 120).dump(), headers);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_FALSE(r.Header("x-compactor-compacted").empty());
+    if (!session.empty()) {
+      EXPECT_EQ(r.Header("x-compactor-session"), session);
+    }
+    session = r.Header("x-compactor-session");
+  }
+  ASSERT_FALSE(session.empty());
+  Settle();
+  RawResponse stats = Get(kSessions + "/" + session);
+  ASSERT_EQ(stats.status, 200) << stats.body;
+  std::vector<std::string> ctx = Messages(Get(kSessions + "/" + session + "/context").body);
+  // What went upstream last: the summary message, then the kept items.
+  const ProviderApi* api = FindProviderApi("anthropic");
+  auto sent = api->ReadClientRequest(upstream_.requests().back().body);
+  ASSERT_TRUE(sent.ok());
+  std::vector<std::string> kept;
+  for (size_t i = 1; i < sent->items.size(); ++i)
+    for (std::string& m : api->ClientItemMessages(*sent, i)) kept.push_back(Json::parse(m).dump());
+  ASSERT_EQ(ctx.size(), kept.size() + 1);
+  Json summary = Json::parse(ctx[0]);
+  EXPECT_EQ(summary["role"], "compactionSummary");
+  // (the summary's text inside the first message sent, both escaped alike)
+  std::string escaped = summary["summary"].dump();
+  escaped = escaped.substr(1, escaped.size() - 2);
+  EXPECT_NE(Json::parse(api->ClientItemMessages(*sent, 0).at(0)).dump().find(escaped),
+            std::string::npos);
+  EXPECT_EQ(std::vector<std::string>(ctx.begin() + 1, ctx.end()), kept);
+}
+
+// The proxy's conversation table is bounded (serve.maxConversations, LRU):
+// an evicted conversation that comes back finds its summary in the store's
+// summary cache: no new summary, the identical bytes upstream (its prompt
+// cache still hits).
+TEST_F(ServeApiTest, AnEvictedConversationFindsItsSummaryInTheStore) {
+  StartService([](ServeOptions& o) {
+    o.context_window = 12000;
+    o.max_conversations = 1;
+  });
+  auto is_summary = [](const UpstreamRecord& r) {
+    return r.body.find(SummarizationSystemPrompt().substr(0, 40)) != std::string::npos;
+  };
+  auto client_requests = [&] {
+    std::vector<UpstreamRecord> out;
+    for (const UpstreamRecord& r : upstream_.requests())
+      if (!is_summary(r)) out.push_back(r);
+    return out;
+  };
+  auto send = [&](const std::string& conversation) {
+    RawResponse r = Post("/v1/messages", AnthropicRequest(30, 120).dump(),
+                         {{"anthropic-version", "2023-06-01"},
+                          {"x-api-key", "dummy"},
+                          {"x-claude-code-session-id", conversation}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_FALSE(r.Header("x-compactor-compacted").empty()) << conversation;
+  };
+  send("conv-a");
+  const size_t summaries = upstream_.request_count() - client_requests().size();
+  EXPECT_GE(summaries, 1u);
+  send("conv-b");  // evicts conv-a (another conversation, the same content)
+  send("conv-a");  // back: its summary comes from the store
+  std::vector<UpstreamRecord> sent = client_requests();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[2].body, sent[0].body);
+  EXPECT_EQ(upstream_.request_count() - sent.size(), summaries)
+      << "conv-b reused the cached summary of the same prefix, and conv-a found it again";
+  EXPECT_NE(Get("/metrics").body.find("compactor_summary_cache_hits_total 2"), std::string::npos);
 }
 
 // compactor serve killed with SIGKILL a second after its last request: the

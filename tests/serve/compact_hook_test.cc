@@ -119,14 +119,26 @@ INSTANTIATE_TEST_SUITE_P(Apis, PlanCompactionTest,
                          });
 
 TEST(ConversationIdTest, ClientIdElseHashOfLeadingContent) {
+  const ProviderApi& anthropic = *FindProviderApi("anthropic");
   ClientRequest a = Read("anthropic", AnthropicRequest(3, 10));
   ClientRequest b = Read("anthropic", AnthropicRequest(4, 10));
-  EXPECT_EQ(serve::ConversationId(a, {{"X-Claude-Code-Session-Id", "abc"}}), "abc");
-  EXPECT_EQ(serve::ConversationId(a, {}), serve::ConversationId(b, {}));
-  EXPECT_EQ(serve::ConversationId(a, {}).substr(0, 2), "h-");
+  EXPECT_EQ(serve::ConversationId(anthropic, a, {{"X-Claude-Code-Session-Id", "abc"}}),
+            "anthropic:session:abc");
+  EXPECT_EQ(serve::ConversationId(anthropic, a, {}), serve::ConversationId(anthropic, b, {}));
+  EXPECT_EQ(serve::ConversationId(anthropic, a, {}).rfind("anthropic:hash:", 0), 0u);
+  // A cache_control breakpoint that moves does not make another conversation.
+  Json plain = AnthropicRequest(3, 10);
+  plain["messages"][0]["content"] =
+      Json::array({{{"type", "text"}, {"text", plain["messages"][0]["content"]}}});
+  Json marked = plain;
+  marked["messages"][0]["content"][0]["cache_control"] = {{"type", "ephemeral"}};
+  EXPECT_EQ(serve::ConversationId(anthropic, Read("anthropic", marked), {}),
+            serve::ConversationId(anthropic, Read("anthropic", plain), {}));
   Json r = ResponsesRequest(2, 5);
   r["prompt_cache_key"] = "key-1";
-  EXPECT_EQ(serve::ConversationId(Read("openai-responses", r), {}), "key-1");
+  EXPECT_EQ(serve::ConversationId(*FindProviderApi("openai-responses"), Read("openai-responses", r),
+                                  {{"session-id", "other"}}),
+            "openai-responses:key:key-1");
   EXPECT_FALSE(serve::IsAuxiliaryRequest(a));
   Json aux = AnthropicRequest(1, 5);
   aux.erase("tools");

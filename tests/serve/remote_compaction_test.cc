@@ -6,12 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "serve/api.h"
 #include "serve/compact_requests.h"
 #include "serve/serve_fixture.h"
+#include "support/test_util.h"
 
 namespace compactor::testing {
 namespace {
@@ -84,6 +88,70 @@ TEST_P(RemoteCompactionTest, TheProxyAnswersTheTriggerAndExpandsItsItemLater) {
 
 INSTANTIATE_TEST_SUITE_P(StreamOrNot, RemoteCompactionTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "stream" : "json"; });
+
+// With a store, the item refers to its summary in the store's summary cache
+// (not the text), is expanded from there, and when the store lost it (wiped)
+// the request is answered with a clear error instead of going upstream
+// without its history.
+class RemoteCompactionStoreTest : public ServeFixture {
+ protected:
+  void StartWithStore() {
+    StartProxy(
+        [this](ServeOptions& o) {
+          o.summarizer = "offline";
+          o.store = store_->path();
+        },
+        [this](serve::Server& s) {
+          auto svc = serve::SessionService::Install(s, s.options());
+          ASSERT_TRUE(svc.ok()) << svc.status().ToString();
+          service_ = std::move(svc).value();
+        });
+  }
+  void TearDown() override {
+    ServeFixture::TearDown();
+    service_.reset();
+  }
+  std::unique_ptr<TempDir> store_ = std::make_unique<TempDir>();
+  std::unique_ptr<serve::SessionService> service_;
+};
+
+TEST_F(RemoteCompactionStoreTest, TheItemRefersToTheStoredSummaryAndAWipedStoreIsAnError) {
+  StartWithStore();
+  auto res = Fetch(port_, "POST", "/v1/responses", kHeaders, Trigger(false).dump());
+  ASSERT_TRUE(res.has_value());
+  ASSERT_EQ(res->status, 200) << res->body;
+  Json items = OutputItems(*res);
+  ASSERT_EQ(items.size(), 1u) << res->body;
+  const Json item = items[0];
+  std::string content = item["encrypted_content"];
+  ASSERT_EQ(content.rfind(serve::kProxyCompactionRef, 0), 0u) << content;
+  std::optional<std::string> stored =
+      service_->store().FindSummary(content.substr(serve::kProxyCompactionRef.size()));
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(content.find(stored->substr(0, 20)), std::string::npos) << "a reference, not the text";
+
+  Json next = ResponsesRequest(1, 10);
+  next["input"].insert(next["input"].begin(), item);
+  auto res2 = Fetch(port_, "POST", "/v1/responses", kHeaders, next.dump());
+  ASSERT_TRUE(res2.has_value());
+  EXPECT_EQ(res2->status, 200);
+  ASSERT_EQ(upstream_.request_count(), 1u);
+  Json sent = Json::parse(upstream_.requests()[0].body);
+  EXPECT_EQ(sent["input"][0]["role"], "user");
+  EXPECT_NE(sent["input"][0].dump().find(Json(*stored).dump().substr(1, 20)), std::string::npos);
+
+  // The store is wiped: the summary is gone.
+  server_->Shutdown();
+  server_.reset();
+  service_.reset();
+  store_ = std::make_unique<TempDir>();
+  StartWithStore();
+  auto res3 = Fetch(port_, "POST", "/v1/responses", kHeaders, next.dump());
+  ASSERT_TRUE(res3.has_value());
+  EXPECT_EQ(res3->status, 409);
+  EXPECT_NE(res3->body.find("compaction_summary_missing"), std::string::npos) << res3->body;
+  EXPECT_EQ(upstream_.request_count(), 1u) << "nothing goes upstream without its history";
+}
 
 TEST_F(ServeFixture, RemoteCompactionUpstreamPassesTheTriggerThrough) {
   StartProxy([](ServeOptions& o) { o.remote_compaction = "upstream"; });

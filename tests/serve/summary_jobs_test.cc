@@ -10,11 +10,14 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "compactor/summarizer.h"
 #include "serve/compact_hook.h"
 #include "serve/compact_requests.h"
 #include "serve/serve_fixture.h"
@@ -51,7 +54,10 @@ ScriptedReply SlowSummary(int pieces, std::chrono::milliseconds delay) {
   return r;
 }
 
-bool IsSummary(const UpstreamRecord& r) { return r.Header("x-compactor-request") == "summary"; }
+// Told by content: the summarization system prompt.
+bool IsSummary(const UpstreamRecord& r) {
+  return r.body.find(SummarizationSystemPrompt().substr(0, 40)) != std::string::npos;
+}
 
 size_t CountSummaries(const std::vector<UpstreamRecord>& all) {
   size_t n = 0;
@@ -193,6 +199,57 @@ TEST(ConversationsTest, StartJoinsTheRunningJobAndCommitsItsSummary) {
   EXPECT_FALSE(prior->summary.empty());
   EXPECT_TRUE(conversations.FirstWarning("c"));
   EXPECT_FALSE(conversations.FirstWarning("c"));
+}
+
+// The table keeps at most max_conversations; the least recently used goes
+// first, and comes back with its summary from the durable cache (found by
+// the longest cached prefix of its request).
+TEST(ConversationsTest, TheLeastRecentlyUsedIsEvictedAndRestoredFromTheDurableCache) {
+  std::map<std::string, std::string> stored;
+  serve::DurableSummaries durable;
+  durable.put = [&](const std::string& k, const std::string& v) { stored[k] = v; };
+  durable.find = [&](const std::string& k) -> std::optional<std::string> {
+    auto it = stored.find(k);
+    if (it == stored.end()) return std::nullopt;
+    return it->second;
+  };
+  serve::Conversations conversations(Env::Default(), {2, &durable});
+  auto parsed = ReadClientRequest("anthropic", AnthropicRequest(6, 40).dump());
+  ASSERT_TRUE(parsed.ok());
+  // A summary of items [0, 6) is put when its job ends.
+  serve::SummaryWork work;
+  work.prefix = serve::SummaryOf(*parsed, 6, "").prefix;
+  work.messages = serve::ItemMessages(*FindProviderApi("anthropic"), *parsed, 0, 6);
+  work.summarizer = std::shared_ptr<const Summarizer>(NewOfflineSummarizer());
+  bool started = false;
+  auto job = conversations.Start("a", work, &started);
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(conversations.Wait(*job, 10'000, {}), serve::Conversations::WaitEnd::kDone);
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored.begin()->first, serve::SummaryKeys(*parsed)[6]);
+  const std::string summary = conversations.Prior("a")->summary;
+  conversations.Commit("b", {{"x"}, "b's"});
+  (void)conversations.Prior("a");  // a is used again: b is now the oldest
+  conversations.Commit("c", {{"y"}, "c's"});
+  EXPECT_EQ(conversations.size(), 2u);
+  EXPECT_FALSE(conversations.Prior("b").has_value());
+  EXPECT_TRUE(conversations.Prior("a").has_value());
+  conversations.Commit("d", {{"z"}, "d's"});  // evicts c (a was used after it)
+  EXPECT_FALSE(conversations.Prior("c").has_value());
+  conversations.Commit("e", {{"z"}, "e's"});  // evicts a
+  EXPECT_FALSE(conversations.Prior("a").has_value());
+  // Back: the longest cached prefix of its request, once per stay.
+  auto restored = conversations.Restore("a", *parsed);
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->summary, summary);
+  EXPECT_EQ(restored->prefix.size(), 6u);
+  EXPECT_EQ(serve::MatchedPrefix(*parsed, *restored), 6u);
+  EXPECT_FALSE(conversations.Restore("a", *parsed).has_value());
+  // The key is the content's: another conversation with the same items
+  // finds the same summary.
+  auto other = conversations.Restore("new", *parsed);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->summary, summary);
 }
 
 }  // namespace

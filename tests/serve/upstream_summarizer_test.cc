@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compactor/summarizer.h"
 #include "serve/compact_requests.h"
 #include "serve/serve_fixture.h"
 
@@ -48,8 +49,10 @@ const Api kApis[] = {
      {{"authorization", std::string("Bearer ") + kSecret}, {"content-type", "application/json"}}},
 };
 
+// Told by content: the summarization system prompt (no internal header
+// reaches a real upstream).
 bool IsSummaryRequest(const UpstreamRecord& r) {
-  return r.Header("x-compactor-request") == "summary";
+  return r.body.find(SummarizationSystemPrompt().substr(0, 40)) != std::string::npos;
 }
 
 class UpstreamSummarizerTest : public ServeFixture, public ::testing::WithParamInterface<Api> {
@@ -90,6 +93,7 @@ TEST_P(UpstreamSummarizerTest, SummaryByTheClientsModelWithItsCredentials) {
   Json sj = Json::parse(s.body);
   EXPECT_EQ(sj["model"], Json::parse(body)["model"]);
   EXPECT_FALSE(sj.contains("tools"));
+  EXPECT_TRUE(s.Header("x-compactor-request").empty()) << "an internal header went upstream";
   for (const auto& [name, value] : a.headers) {
     if (name != "content-type") {
       EXPECT_EQ(s.Header(name), value) << name;
@@ -97,11 +101,31 @@ TEST_P(UpstreamSummarizerTest, SummaryByTheClientsModelWithItsCredentials) {
   }
   // The request upstream after it carries that summary and is smaller.
   ASSERT_EQ(upstream_.request_count(), 2u);
-  const UpstreamRecord& sent = upstream_.requests()[1];
+  const UpstreamRecord sent = upstream_.requests()[1];  // a copy: requests() returns one
   EXPECT_FALSE(IsSummaryRequest(sent));
   EXPECT_NE(sent.body.find(kSummaryText), std::string::npos);
   EXPECT_LT(sent.body.size(), body.size() / 2);
   EXPECT_FALSE(LogsContain(kSecret));
+}
+
+// serve.markSummaryRequests (test harnesses): the summary requests, and only
+// they, carry x-compactor-request: summary.
+TEST_P(UpstreamSummarizerTest, SummaryRequestsAreMarkedOnlyWhenAsked) {
+  const Api& a = GetParam();
+  StartProxy([](ServeOptions& o) {
+    o.context_window = 12000;
+    o.mark_summary_requests = true;
+  });
+  auto res = Fetch(port_, "POST", a.path, a.headers, a.make(30, 120).dump());
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200) << res->body;
+  // One or more summary requests (chunks), then the client's.
+  std::vector<UpstreamRecord> all = upstream_.requests();
+  ASSERT_GE(all.size(), 2u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].Header("x-compactor-request"), IsSummaryRequest(all[i]) ? "summary" : "") << i;
+  }
+  EXPECT_FALSE(IsSummaryRequest(all.back()));
 }
 
 TEST_P(UpstreamSummarizerTest, LongHistoryIsSummarizedInChunksInsideTheWindow) {
@@ -122,7 +146,7 @@ TEST_P(UpstreamSummarizerTest, LongHistoryIsSummarizedInChunksInsideTheWindow) {
       EXPECT_NE(summaries[i].body.find(kSummaryText), std::string::npos) << i;
     }
   }
-  const UpstreamRecord& sent = upstream_.requests().back();
+  const UpstreamRecord sent = upstream_.requests().back();  // a copy: requests() returns one
   EXPECT_FALSE(IsSummaryRequest(sent));
   EXPECT_NE(sent.body.find(kSummaryText), std::string::npos);
 }

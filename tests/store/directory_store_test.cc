@@ -3,6 +3,7 @@
 // through the write protocol, the index rebuilt after a restart.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,48 @@ TEST(DirectoryStore, FindsSessionFilesRecursivelyByTheirHeaderId) {
   EXPECT_TRUE(c->named);
   EXPECT_EQ(c->title, "Named");
   EXPECT_EQ(store->Info("sess-bak").status().code(), StatusCode::kNotFound);
+}
+
+// The list reads a session's line from its bytes (no entry is parsed but
+// the ones it shows): the same title, name, entry count and last activity
+// as the loaded session has.
+TEST(DirectoryStore, TheListLineMatchesTheLoadedSession) {
+  TempDir w;
+  const std::string info =
+      R"({"type":"session_info","id":"n1","parentId":"e2","timestamp":"2026-01-01T10:00:05.000Z","name":"First name"})";
+  const std::string cleared =
+      R"({"type":"session_info","id":"n2","parentId":"n1","timestamp":"2026-01-01T10:00:06.000Z","name":""})";
+  const std::string tool_text =
+      R"({"type":"custom","id":"c1","parentId":"e1","timestamp":"2026-01-01T10:00:01.000Z","customType":"x","data":{"role":"user","type":"session_info"}})";
+  w.Write("named.jsonl", Header("named") + tool_text + "\n" + UserEntry("e1", "c1", "the prompt") +
+                             UserEntry("e22", "e1", "second") + info + "\n");
+  w.Write("cleared.jsonl", Header("cleared") + tool_text + "\n" +
+                               UserEntry("e1", "c1", "the prompt") + info + "\n" + cleared + "\n");
+  w.Write("torn.jsonl", Header("torn") + UserEntry("e1", "", "only") + R"({"type":"mess)");
+  auto store = Open(w.path());
+  for (const char* id : {"named", "cleared", "torn"}) {
+    auto i = store->Info(id);
+    ASSERT_TRUE(i.ok()) << id;
+    auto s = store->Load(id);
+    ASSERT_TRUE(s.ok()) << id;
+    std::optional<std::string> name = (*s)->Name();
+    EXPECT_EQ(i->named, name.has_value() && !name->empty()) << id;
+    if (i->named) {
+      EXPECT_EQ(i->title, *name) << id;
+    }
+  }
+  auto named = store->Info("named");
+  EXPECT_EQ(named->title, "First name");
+  EXPECT_EQ(named->entries, 4u);
+  EXPECT_EQ(named->last_activity_ms, 1767261605000);  // the session_info's timestamp
+  auto cleared_info = store->Info("cleared");
+  EXPECT_FALSE(cleared_info->named);
+  EXPECT_EQ(cleared_info->title, "the prompt");
+  auto torn = store->Info("torn");
+  EXPECT_EQ(torn->title, "only");
+  EXPECT_EQ(torn->entries, 1u);
+  EXPECT_EQ(torn->entries, (*store->Load("torn"))->size());
+  EXPECT_EQ(named->entries, (*store->Load("named"))->size());
 }
 
 TEST(DirectoryStore, NewSessionsAreMode0600AndLoadBack) {

@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "support/test_util.h"
+
 extern char** environ;
 
 namespace compactor::testing {
@@ -218,6 +220,7 @@ bool ServeProcess::Start(const std::string& program, const std::vector<std::stri
   envs.insert(envs.end(), env.begin(), env.end());
   pid_ = ::fork();
   if (pid_ == 0) {
+    ResetSignalsForExec();
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     std::vector<char*> argv;

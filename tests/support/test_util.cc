@@ -97,11 +97,19 @@ ssize_t WriteNoSigpipe(int fd, const char* data, size_t size) {
 
 }  // namespace
 
+void ResetSignalsForExec() {
+  signal(SIGPIPE, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 RunResult RunProgram(const std::vector<std::string>& argv, const std::string& stdin_text) {
   int in[2], out[2], err[2];
   if (pipe(in) || pipe(out) || pipe(err)) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
   if (pid == 0) {
+    ResetSignalsForExec();
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
