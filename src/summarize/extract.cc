@@ -829,11 +829,12 @@ class Extractor {
       // both bind the work until revised.
       if (IsConstraintSentence(s, ls, cues) ||
           (s.back() != '?' && LooksLikeProse(s) && HasQuantity(ls))) {
-        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 0});
+        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 0, ""});
         ++constraint_sentences;
       }
       if (!is_first && (cues & kBitGoal) && s.back() != '?') {
-        facts_.goal_statements.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 2});
+        facts_.goal_statements.push_back(
+            Statement{order, OneLine(s, kSentenceMax), "", false, 2, ""});
       }
       MaybeDecision(s, ls, cues, order, nullptr);
       if ((cues & kBitUserPlan) && s.back() != '?') {

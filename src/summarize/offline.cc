@@ -199,10 +199,10 @@ class Composer {
   void ResolveStatements() {
     int64_t order = -1000000;
     for (const std::string& l : previous_.lines[kConstraints]) {
-      prev_constraints_.push_back(Statement{order++, l, "", false, 0});
+      prev_constraints_.push_back(Statement{order++, l, "", false, 0, ""});
     }
     for (const std::string& l : previous_.lines[kDecisions]) {
-      Statement d{order++, l, "", false, 1};
+      Statement d{order++, l, "", false, 1, ""};
       // "**decision**: reason"
       if (l.rfind("**", 0) == 0) {
         size_t end = l.find("**", 2);
