@@ -17,8 +17,8 @@
 #                     build runs it
 # Name new tests of those kinds accordingly.
 #   scripts/sanitize.sh [--ci] [BUILD_DIR]
-# --ci is the bounded slice scripts/test.sh runs with CI=true when
-# COMPACTOR_CI_SANITIZE=1 (opt-in, docs/reliability.md): every test of the subset, the reliability tests
+# --ci is the bounded slice scripts/test.sh runs with CI=true (unless
+# COMPACTOR_CI_SANITIZE=0; docs/reliability.md): every test of the subset, the reliability tests
 # with 30 instead of 100 iterations (the whole subset took 741 s at 100 on a
 # loaded machine; docs/reliability.md has the figures).
 set -euo pipefail

@@ -207,22 +207,18 @@ class Agent {
 
  private:
   Result<compactor::LlmRequest> BuildRequest() {
-    // The runtime owns the file; the context is rebuilt from its current
-    // reading each turn, so compactions (and their replayable native history)
-    // take effect at once without a second load of the file.
-    auto session = rt_->CurrentSession();
-    if (!session.ok()) return session.status();
-    compactor::ContextOptions co;
-    co.leaf_id = rt_->leaf_id();
-    if (co.leaf_id->empty()) co.leaf_id.reset();
-    co.expander = compactor::StrategyExpander();
-    auto ctx = compactor::BuildSessionContext(**session, co);
-    if (!ctx.ok()) return ctx.status();
+    // The runtime owns the file and keeps its context up to date entry by
+    // entry (Runtime::CurrentContext), so a turn costs no re-read of the file
+    // and compactions (and their replayable native history) take effect at
+    // once. The snapshot is dropped before the next write, which lets the
+    // runtime extend its session in place.
+    auto now = rt_->CurrentContext();
+    if (!now.ok()) return now.status();
     compactor::ModelInputOptions mo;
     mo.system_prompt = a_.system_prompt;
     mo.tools = tools_.Definitions();
     mo.max_tokens = a_.max_output;
-    auto in = compactor::BuildModelInput(**session, *ctx, model_, mo);
+    auto in = compactor::BuildModelInput(*now->session, *now->context, model_, mo);
     if (!in.ok()) return in.status();
     return std::move(in->request);
   }

@@ -3,6 +3,7 @@
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_CONTEXT_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +95,54 @@ struct ContextOptions {
 
 Result<SessionContext> BuildSessionContext(const Session& session,
                                            const ContextOptions& options = {});
+
+// The context of a session that grows (Session::Refresh) kept up to date
+// cheaply: when the requested leaf descends from the leaf of the previous
+// result through entries appended since (the common case: a new entry whose
+// parent is the previous leaf), the previous context is extended by those
+// entries alone, in O(new entries) whatever the session's size. Anything
+// else (a compaction among them, another branch, an older leaf, a reloaded
+// or different session) is built in full by BuildSessionContext. Either way
+// the result is exactly what BuildSessionContext gives (docs/incremental.md).
+//
+// Results are immutable snapshots: a caller may keep one (and read it on
+// any thread) while the cache goes on; the cache then extends a copy instead
+// of the shared one. A snapshot's views point into the Session: valid while
+// it lives and is not reloaded.
+//
+// Thread safety: not thread-safe (one owner calls Get); the snapshots it
+// returns are safe for concurrent reads.
+class ContextCache {
+ public:
+  // `options.leaf_id` is ignored (Get names the leaf); the expander is used
+  // for every build and must outlive the cache.
+  explicit ContextCache(const ContextOptions& options = {});
+
+  // The context of `leaf_id` (nullopt: the session's leaf, Session::Leaf)
+  // in `session`. Errors as BuildSessionContext. The cache recognizes the
+  // session by its address and Session::generation(): call Reset() before
+  // the Session of the previous call is destroyed.
+  Result<std::shared_ptr<const SessionContext>> Get(
+      const Session& session, const std::optional<std::string>& leaf_id = std::nullopt);
+  // Forgets the cached context.
+  void Reset();
+
+  // How many Get calls extended the previous context / built one in full.
+  size_t extended() const { return extended_; }
+  size_t rebuilt() const { return rebuilt_; }
+
+ private:
+  // Extends `ctx_` from its leaf to `leaf`; false when it cannot be extended.
+  bool Extend(const Session& session, size_t leaf);
+
+  const CompactionExpander* expander_;
+  const Session* session_ = nullptr;
+  uint64_t generation_ = 0;
+  size_t built_size_ = 0;  // session.size() when ctx_ was last brought up to date
+  size_t leaf_ = 0;        // ctx_'s leaf index
+  std::shared_ptr<SessionContext> ctx_;
+  size_t extended_ = 0, rebuilt_ = 0;
+};
 
 // The message an entry stands for (pi's entry-to-message mapping), compaction
 // entries included (as their compactionSummary message): what branch

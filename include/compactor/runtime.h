@@ -205,11 +205,24 @@ class Runtime {
   // The context size now, re-estimated from the session (provider usage from
   // before the latest compaction is ignored).
   Result<double> CurrentTokens();
-  // The session as the runtime last read it: re-read only after the
-  // runtime's own writes, so an agent that builds each request from it (with
-  // leaf_id()) costs no extra load per turn. The Session is never modified;
-  // a later write makes the next call return a new one.
+  // The session as the runtime last read it: brought up to date only after
+  // the runtime's own writes, so an agent that builds each request from it
+  // (with leaf_id()) costs no extra load per turn. The Session returned is
+  // never modified while the caller holds it: the runtime extends its
+  // session in place (Session::Refresh, only the appended bytes) when nobody
+  // else holds it, and reads the file anew otherwise. So drop it before the
+  // next call that writes to keep each turn independent of the file's size.
   Result<std::shared_ptr<const Session>> CurrentSession();
+  // The current session and the context of leaf_id() in it (with the
+  // strategies' expander, StrategyExpander()), kept up to date incrementally
+  // (ContextCache, context.h; docs/incremental.md): after an append to the
+  // leaf it costs O(new entries), not a rebuild. The context's views point
+  // into `session`. Both are immutable snapshots (as CurrentSession).
+  struct Snapshot {
+    std::shared_ptr<const Session> session;
+    std::shared_ptr<const SessionContext> context;
+  };
+  Result<Snapshot> CurrentContext();
   std::string session_path() const;  // changes after a handoff
   std::string leaf_id() const;
   ModelInfo model() const;

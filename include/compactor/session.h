@@ -7,7 +7,14 @@
 // caller asks (Session::MessageJson + ParseMessage). v1/v2 files are migrated
 // in memory exactly as pi 0.73.1 does; the input file is never modified.
 //
-// Thread safety: a loaded Session is immutable and safe for concurrent reads.
+// A Session opened from a file can be kept loaded and brought up to date
+// with Refresh(): only the bytes appended since the last read are read and
+// indexed (docs/incremental.md).
+//
+// Thread safety: the const methods are safe for concurrent reads. Refresh()
+// is the only method that modifies a Session: it must not run concurrently
+// with any other call on the same Session (callers that share a Session
+// between threads either never refresh it or hold their own lock).
 #ifndef COMPACTOR_INCLUDE_COMPACTOR_SESSION_H_
 #define COMPACTOR_INCLUDE_COMPACTOR_SESSION_H_
 
@@ -131,6 +138,19 @@ struct LoadOptions {
   size_t max_stream_bytes = size_t{1} << 30;
 };
 
+// What Session::Refresh() did.
+struct RefreshResult {
+  // Entries indexed by this call: indices [size() - added, size()). After a
+  // reload: every entry (added == size()).
+  size_t added = 0;
+  // The file had to be read again in full (it was replaced, truncated or
+  // rewritten in place; it was migrated from v1/v2; or a new entry reused an
+  // earlier id or an id an earlier parentId named, which changes how the
+  // earlier entries resolve). Every index, Entry reference and view handed
+  // out before is invalid then; generation() has grown by one.
+  bool reloaded = false;
+};
+
 class Session {
  public:
   ~Session();
@@ -148,6 +168,27 @@ class Session {
   // another process truncated the mapped file: the bytes read from it since
   // Open (messages echoed, contexts built) cannot be trusted. OK otherwise.
   Status CheckIntact() const;
+  // Brings the session up to date with its file: the complete lines appended
+  // since the last read (by anyone) are read from the last known offset and
+  // indexed in O(new entries): the id map, parents, children, leaf, labels
+  // and name as Open would build them for the whole file. A last line without
+  // its newline that is not yet valid JSON (a write in progress, or torn) is
+  // left for the next call, as Open skips it. One stat() when nothing changed.
+  //
+  // Without a reload, indices, string views (ids, MessageJson, the views in a
+  // SessionContext) and warnings from before stay valid; references to Entry
+  // objects (entry(), entries()) do not (the vector may grow). See
+  // RefreshResult::reloaded for when everything is read again.
+  //
+  // Uses the LoadOptions given to Open (env, observer, callbacks: they must
+  // still be valid). Errors: kFailedPrecondition for a session not read from
+  // a regular file (FromString, pipes); the errors of Open for the new lines
+  // (strict mode) and for a reload. On an error the session is unchanged.
+  // REQUIRES: no other call on this Session runs concurrently.
+  Result<RefreshResult> Refresh();
+  // Grows by one with each full reload by Refresh (0 after Open): caches
+  // built on this session (ContextCache, context.h) compare it.
+  uint64_t generation() const;
   // Same, over bytes in memory (tests, stdin). `name` is used in messages.
   static Result<std::unique_ptr<Session>> FromString(std::string contents, std::string name,
                                                      const LoadOptions& options = {});
@@ -169,6 +210,9 @@ class Session {
   // Entry indices from the root to `leaf` (inclusive), following parentId until
   // a null or unknown parent. A cycle ends the walk (reported as a warning at load).
   std::vector<size_t> PathTo(size_t leaf) const;
+  // The entry `index`'s parentId resolved, in O(1); nullopt for a root (null,
+  // unknown or its own id), as PathTo walks.
+  std::optional<size_t> Parent(size_t index) const;
   // Children of each entry in file order (the same shape pi's getTree builds).
   std::vector<std::vector<size_t>> Children() const;
   // Roots: parentId null, equal to own id, or unknown.

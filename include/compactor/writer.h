@@ -56,6 +56,18 @@ struct AppendOptions {
 Status AppendLines(const std::string& path, const std::vector<std::string>& lines,
                    const AppendOptions& options = {});
 
+// Appends entry lines to the file `session` was opened from, exactly as
+// AppendLines does (sidecar lock, one write() per line, torn-tail repair),
+// then brings `session` up to date with Session::Refresh: the new lines (and
+// whatever another writer appended before them) are indexed from the last
+// read offset, without reading the file again. Returns the refresh's result.
+// An error from the append leaves `session` unchanged; an error from the
+// refresh comes after the lines were written (a later Refresh reads them).
+// REQUIRES: session != nullptr, opened from `session->path()`, and no other
+// call on it runs concurrently (Session::Refresh).
+Result<RefreshResult> AppendToSession(Session* session, const std::vector<std::string>& lines,
+                                      const AppendOptions& options = {});
+
 // Entries computed from a session read earlier. `recheck` is called, under
 // the exclusive lock, with the session as it is now when the file's identity
 // differs from `loaded` (nullopt: always); it returns the lines to append

@@ -1,6 +1,8 @@
 #include "compactor/context.h"
 
+#include <atomic>
 #include <cmath>
+#include <memory>
 
 #include "compactor/js_json.h"
 #include "util/json_scan.h"
@@ -188,6 +190,99 @@ Result<SessionContext> BuildSessionContext(const Session& session, const Context
     for (size_t k = 0; k < ctx.path.size(); ++k) emit(k);
   }
   return ctx;
+}
+
+ContextCache::ContextCache(const ContextOptions& options) : expander_(options.expander) {}
+
+void ContextCache::Reset() {
+  session_ = nullptr;
+  ctx_.reset();
+}
+
+bool ContextCache::Extend(const Session& session, size_t leaf) {
+  if (!ctx_ || session_ != &session || generation_ != session.generation()) return false;
+  // The new entries between the cached leaf and `leaf`, bottom up. Entries
+  // read since the last build always have earlier parents, so the walk ends.
+  std::vector<size_t> added;
+  size_t cur = leaf;
+  while (cur != leaf_) {
+    if (cur < built_size_) return false;  // an older entry: another branch
+    const Entry& e = session.entry(cur);
+    // A compaction changes what comes before it: the builder (and the
+    // expander) decide that.
+    if (e.type == EntryType::kCompaction) return false;
+    added.push_back(cur);
+    std::optional<size_t> parent = session.Parent(cur);
+    if (!parent) return false;
+    cur = *parent;
+  }
+  if (added.empty()) return true;  // the same leaf
+  if (ctx_.use_count() > 1) {
+    // Somebody holds the previous snapshot; it must not change under them.
+    ctx_ = std::make_shared<SessionContext>(*ctx_);
+  } else {
+    // The holders that let it go may have read it on other threads.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  SessionContext& ctx = *ctx_;
+  for (size_t k = added.size(); k-- > 0;) {
+    const size_t index = added[k];
+    const Entry& e = session.entry(index);
+    ctx.path.push_back(index);
+    switch (e.type) {
+      case EntryType::kThinkingLevelChange:
+        ctx.thinking_level = e.thinking_level;
+        ctx.thinking_level_set = e.has_thinking_level;
+        break;
+      case EntryType::kModelChange:
+        ctx.model =
+            ModelRef{std::string(e.provider), std::string(e.model), e.has_provider, e.has_model};
+        break;
+      case EntryType::kMessage:
+        if (e.role == Role::kAssistant) {
+          ctx.model =
+              ModelRef{std::string(e.provider), std::string(e.model), e.has_provider, e.has_model};
+        }
+        break;
+      default:
+        break;
+    }
+    if (YieldsMessage(e)) ctx.messages.push_back(FromEntry(session, index));
+  }
+  ctx.leaf_id = std::string(session.entry(leaf).id);
+  leaf_ = leaf;
+  built_size_ = session.size();
+  return true;
+}
+
+Result<std::shared_ptr<const SessionContext>> ContextCache::Get(
+    const Session& session, const std::optional<std::string>& leaf_id) {
+  std::optional<size_t> leaf;
+  if (leaf_id) {
+    leaf = session.Find(*leaf_id);
+  } else {
+    leaf = session.Leaf();
+  }
+  if (leaf && Extend(session, *leaf)) {
+    ++extended_;
+    return std::shared_ptr<const SessionContext>(ctx_);
+  }
+  ContextOptions co;
+  co.leaf_id = leaf_id;
+  co.expander = expander_;
+  COMPACTOR_ASSIGN_OR_RETURN(SessionContext built, BuildSessionContext(session, co));
+  ++rebuilt_;
+  auto fresh = std::make_shared<SessionContext>(std::move(built));
+  if (!leaf) {
+    Reset();  // an empty session: nothing to extend
+    return std::shared_ptr<const SessionContext>(std::move(fresh));
+  }
+  ctx_ = fresh;
+  session_ = &session;
+  generation_ = session.generation();
+  built_size_ = session.size();
+  leaf_ = *leaf;
+  return std::shared_ptr<const SessionContext>(std::move(fresh));
 }
 
 std::string ContextJsonTail(const SessionContext& ctx) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <set>
 #include <utility>
@@ -26,6 +27,13 @@ constexpr std::string_view kAutoContinueText =
     "The conversation was compacted to free context. Resume the most recent request where you "
     "left off: re-read the messages kept after the summary, let the latest request override "
     "older plans in the summary, and if nothing is left to do, say so briefly.";
+
+// Contexts as the runtime measures them: with the strategies' expander.
+ContextOptions ExpandingOptions() {
+  ContextOptions co;
+  co.expander = StrategyExpander();
+  return co;
+}
 
 // A message held back while a compaction runs or tool results are pending.
 struct Held {
@@ -73,10 +81,13 @@ struct Runtime::State {
   mutable std::mutex mu;
   std::string path;
   std::string leaf;  // id of the current leaf ("" for a session without entries)
-  // Cached parse of the file; reloaded lazily after writes.
+  // Cached parse of the file; brought up to date lazily after writes: in
+  // place (Session::Refresh) when nobody else holds it, else read anew.
   std::shared_ptr<Session> session;
   bool dirty = true;
   std::vector<std::string> new_ids;  // ids written since `session` was loaded
+  // The context of the leaf, extended entry by entry (docs/incremental.md).
+  ContextCache contexts{ExpandingOptions()};
 
   bool in_turn = false;
   bool discard_turn = false;  // the running turn was aborted by CompactNow
@@ -141,10 +152,25 @@ struct Runtime::State {
   static bool AutoEnabled(const CompactionSettings& s) { return s.enabled && s.strategy != "off"; }
 
   Result<std::shared_ptr<Session>> Load() {
+    if (dirty && session && session.use_count() == 1) {
+      // Nobody else holds it (copies are only made under `mu`), so it may
+      // change in place; the fence pairs with the release of the last copy.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      auto refreshed = session->Refresh();
+      if (refreshed.ok()) {
+        if (refreshed->reloaded) contexts.Reset();
+        new_ids.clear();
+        dirty = false;
+      }
+    }
     if (dirty || !session) {
       LoadOptions load;
       load.env = env;
+      // Every check estimates the context: measured once while indexing
+      // (and by Refresh for new entries), never re-read per turn.
+      load.message_observer = TokenEstimateObserver();
       COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, Session::Open(path, load));
+      contexts.Reset();  // it knows the old session by its address
       session = std::move(fresh);
       new_ids.clear();
       dirty = false;
@@ -152,13 +178,17 @@ struct Runtime::State {
     return session;
   }
 
+  // The context of the leaf, incrementally (ContextCache).
+  Result<std::shared_ptr<const SessionContext>> Context(const Session& sess) {
+    std::optional<std::string> at;
+    if (!leaf.empty()) at = leaf;
+    return contexts.Get(sess, at);
+  }
+
   Result<double> Measure() {
     COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> sess, Load());
-    ContextOptions co;
-    if (!leaf.empty()) co.leaf_id = leaf;
-    co.expander = StrategyExpander();
-    COMPACTOR_ASSIGN_OR_RETURN(SessionContext ctx, BuildSessionContext(*sess, co));
-    return EstimateCurrentContextTokens(*sess, ctx, o.counter).tokens;
+    COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<const SessionContext> ctx, Context(*sess));
+    return EstimateCurrentContextTokens(*sess, *ctx, o.counter).tokens;
   }
 
   void RebuiltCallback() {
@@ -168,15 +198,12 @@ struct Runtime::State {
       Warn("reloading the session after compaction: " + sess.status().message());
       return;
     }
-    ContextOptions co;
-    if (!leaf.empty()) co.leaf_id = leaf;
-    co.expander = StrategyExpander();
-    auto ctx = BuildSessionContext(**sess, co);
+    auto ctx = Context(**sess);
     if (!ctx.ok()) {
       Warn("rebuilding the context: " + ctx.status().message());
       return;
     }
-    outbox.push_back([f = o.on_context_rebuilt, s = *sess, c = std::move(*ctx)] { f(*s, c); });
+    outbox.push_back([f = o.on_context_rebuilt, s = *sess, c = *ctx] { f(*s, *c); });
   }
 
   void TrackToolCalls(const Message& m) {
@@ -402,8 +429,12 @@ struct Runtime::State {
     } else {
       out.result = *r;
       if (r->compacted) {
-        if (r->output == CompactionOutput::kNewSession && !r->output_path.empty())
+        if (r->output == CompactionOutput::kNewSession && !r->output_path.empty() &&
+            r->output_path != path) {
           path = r->output_path;
+          session.reset();  // another file: read it in full
+          contexts.Reset();
+        }
         dirty = true;
         auto sess = Load();
         if (sess.ok()) {
@@ -826,6 +857,13 @@ Result<std::shared_ptr<const Session>> Runtime::CurrentSession() {
   std::unique_lock lk(s_->mu);
   COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, s_->Load());
   return std::shared_ptr<const Session>(std::move(session));
+}
+
+Result<Runtime::Snapshot> Runtime::CurrentContext() {
+  std::unique_lock lk(s_->mu);
+  COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, s_->Load());
+  COMPACTOR_ASSIGN_OR_RETURN(std::shared_ptr<const SessionContext> context, s_->Context(*session));
+  return Snapshot{std::move(session), std::move(context)};
 }
 
 std::string Runtime::session_path() const {

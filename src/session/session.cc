@@ -48,6 +48,9 @@ constexpr size_t kReleaseChunk = 8u << 20;
 constexpr size_t kMinParserCapacity = 64u << 10;
 // Files from this size are indexed by two threads (LoadOptions::threads).
 constexpr size_t kParallelThreshold = 16u << 20;
+// How many bytes before the read offset Refresh compares with what it read
+// before, to tell an append from a file rewritten in place.
+constexpr size_t kTailCheckBytes = 64;
 
 std::string_view TrimRight(std::string_view s) {
   while (!s.empty() &&
@@ -133,6 +136,17 @@ struct SessionState {
       slots_.assign(cap, kEmpty);
       mask_ = cap - 1;
     }
+    // Makes room for `total` entries; the first `indexed` are inserted again
+    // (in file order, so a later duplicate still wins) when the table grows.
+    void Reserve(size_t total, size_t indexed) {
+      if (total * 2 <= slots_.size()) return;
+      size_t cap = slots_.size() < 16 ? 16 : slots_.size();
+      while (cap < total * 2) cap <<= 1;
+      slots_.assign(cap, kEmpty);
+      mask_ = cap - 1;
+      for (size_t i = 0; i < indexed; ++i)
+        if (!(*entries_)[i].id.empty()) Insert(i);
+    }
     // Index of the entry with this id, or kNone.
     size_t Find(std::string_view id) const {
       if (slots_.empty()) return kNone;
@@ -179,8 +193,43 @@ struct SessionState {
   std::optional<std::string> name;
   bool migrated = false;
   bool v1_ids = false;  // ids and parentIds were assigned by the v1 migration
+  // Parent ids that named no entry: an entry appended later with such an id
+  // would change how the earlier ones resolve (Refresh then reloads).
+  std::unordered_set<std::string_view> unresolved_parents;
   std::vector<LoadWarning> warnings;
   LoadOptions options;
+
+  // What has been read of the file (Refresh): the bytes [0, consumed) hold
+  // `consumed_lines` lines and are indexed; a torn last line after them is
+  // read again once it is complete. `seen` is the file's identity at the last
+  // read, `tail_check` the last bytes before `consumed` (a file rewritten in
+  // place shows other bytes there).
+  size_t consumed = 0;
+  uint32_t consumed_lines = 0;
+  FileIdentity seen;
+  std::string tail_check;
+  // Bytes appended since the file was mapped, each followed by simdjson's
+  // padding; entries point into them. A deque: they never move.
+  std::deque<std::string> appended;
+  uint64_t generation = 0;
+
+  void KeepTailCheck(std::string_view before_consumed) {
+    tail_check.assign(before_consumed.substr(before_consumed.size() -
+                                             std::min(before_consumed.size(), kTailCheckBytes)));
+  }
+  // Reads the bytes appended since the last read and indexes their entries.
+  // Sets *reload instead when only a full reload gives the right index (the
+  // file was replaced, truncated or rewritten; a migrated file; a new entry
+  // whose id an earlier entry named or that repeats an earlier id).
+  Result<size_t> Extend(bool* reload);
+  // Whether entries read after the others would change how earlier ones
+  // resolve: an id seen before (the later entry wins in pi's map) or an id an
+  // earlier parentId named. A full reload then gives the right index.
+  bool ChangesEarlier(const std::vector<Entry>& fresh) const;
+  // Indexes entries [from, size()): ids, parents, labels, name.
+  void IndexNew(size_t from);
+  // Labels and the session name after entry `e` (file order).
+  void ApplyState(const Entry& e);
   // Chosen once per Load: the CPU kernel whose copy of ParseChunk runs, and
   // options.message_observer compiled for that kernel (ForKernel).
   const internal::KernelTable* kernel = nullptr;
@@ -239,8 +288,18 @@ struct SessionState {
   // fatal error are kept with line numbers relative to the range and reported
   // in file order once every range is done.
   struct Chunk {
+    // The bytes the range lies in: the whole file, or bytes appended to it
+    // since it was read (Refresh). `padded`: readable SIMDJSON_PADDING bytes
+    // past `size`, so no line needs a padded copy.
+    const char* data = nullptr;
+    size_t size = 0;
+    bool padded = false;
+    bool release = false;     // give the mapped pages back while scanning
+    bool quiet_torn = false;  // a torn last line is no warning (read again later)
     size_t begin = 0, end = 0;
     bool first = false;  // starts the file: holds the header
+    // Offset of a torn last line that was skipped (not yet complete), if any.
+    size_t torn_at = SIZE_MAX;
     Storage* storage = nullptr;
     std::vector<Entry> entries;
     std::vector<Span> spans;
@@ -581,6 +640,9 @@ void SessionState::ParseChunk(Chunk& c) {
     return;
   }
   Storage& st = *c.storage;
+  // The range's bytes: the file's, or bytes appended to it since (Refresh).
+  const char* const buf = c.data;
+  const size_t buf_size = c.size;
   // Reserve for short lines (real entries average over 1 KB): the index never
   // moves while it grows, and untouched reserved pages cost no memory.
   const size_t guess = std::min<size_t>((c.end - c.begin) / 512 + 16, size_t{1} << 20);
@@ -594,7 +656,7 @@ void SessionState::ParseChunk(Chunk& c) {
   size_t last_progress = c.begin;
   // Callers that measure messages will read them again (file operations,
   // usage): keep the pages then rather than fault them back in.
-  const bool release = size > kReleaseThreshold && observer == nullptr;
+  const bool release = c.release;
   auto warn = [&c](uint32_t line, std::string message) {
     c.warnings.emplace_back(line, std::move(message));
   };
@@ -604,23 +666,24 @@ void SessionState::ParseChunk(Chunk& c) {
     c.fail_message = std::move(message);
   };
   // JavaScript's trim() drops a leading byte order mark before pi splits lines.
-  if (c.first && size >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) pos = 3;
+  if (c.first && buf_size >= 3 && std::memcmp(buf, "\xEF\xBB\xBF", 3) == 0) pos = 3;
   while (pos < c.end) {
-    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', c.end - pos));
-    size_t end = nl ? static_cast<size_t>(nl - data) : c.end;
+    const char* nl = static_cast<const char*>(std::memchr(buf + pos, '\n', c.end - pos));
+    size_t end = nl ? static_cast<size_t>(nl - buf) : c.end;
     ++line_no;
-    std::string_view line(data + pos, end - pos);
+    std::string_view line(buf + pos, end - pos);
     // Another process truncated the file: the rest is fill bytes. Load
     // reports it; reading on would only fault in more fill.
     if (file.truncated()) return fail(line_no, "truncated while read");
-    const bool last_line = nl == nullptr || end + 1 >= size;
+    const size_t line_begin = pos;
+    const bool last_line = nl == nullptr || end + 1 >= buf_size;
     const bool torn = nl == nullptr;
     pos = end + 1;
     if (c.first && options.on_progress && pos - last_progress > kReleaseChunk) {
       // The first range is read as fast as the others: scale to the whole file.
       const double scaled =
-          static_cast<double>(pos) * static_cast<double>(size) / static_cast<double>(c.end);
-      options.on_progress(std::min(size, static_cast<size_t>(scaled)), size);
+          static_cast<double>(pos) * static_cast<double>(buf_size) / static_cast<double>(c.end);
+      options.on_progress(std::min(buf_size, static_cast<size_t>(scaled)), buf_size);
       last_progress = pos;
     }
     if (release && pos - released > kReleaseChunk) {
@@ -635,9 +698,9 @@ void SessionState::ParseChunk(Chunk& c) {
     std::string error;
     HeaderFields hf;
     bool padded_ok =
-        static_cast<size_t>(line.data() - data) + line.size() + simdjson::SIMDJSON_PADDING <=
-            size ||
-        !owned.empty();
+        static_cast<size_t>(line.data() - buf) + line.size() + simdjson::SIMDJSON_PADDING <=
+            buf_size ||
+        c.padded;
     if (internal::JsonNestingExceeds(line, internal::kMaxJsonNesting)) {
       // Every walk over a value (estimates, canonical JSON, message parsing)
       // may then recurse once per level: refuse the line before any does.
@@ -673,7 +736,9 @@ void SessionState::ParseChunk(Chunk& c) {
     if (!ok) {
       std::string msg = "invalid JSON (" + error + ")";
       if (torn && last_line) {
-        warn(line_no, msg + " on the last line (a torn write?); line skipped");
+        // Left for the next read: a writer may still be completing it.
+        c.torn_at = line_begin;
+        if (!c.quiet_torn) warn(line_no, msg + " on the last line (a torn write?); line skipped");
         continue;
       }
       if (options.strict) return fail(line_no, msg);
@@ -736,10 +801,15 @@ Status SessionState::Load() {
     next.end = size;
     chunks.push_back(std::move(next));
   }
-  for (Chunk& c : chunks) {
+  auto frame = [this](Chunk& c) {
+    c.data = data;
+    c.size = size;
+    c.padded = !owned.empty();
+    c.release = size > kReleaseThreshold && observer == nullptr;
     storage.push_back(std::make_unique<Storage>());
     c.storage = storage.back().get();
-  }
+  };
+  for (Chunk& c : chunks) frame(c);
   if (chunks.size() == 1) {
     ParseChunk(chunks[0]);
   } else {
@@ -781,8 +851,7 @@ Status SessionState::Load() {
       chunks[0] = Chunk();
       chunks[0].first = true;
       chunks[0].end = size;
-      storage.push_back(std::make_unique<Storage>());
-      chunks[0].storage = storage.back().get();
+      frame(chunks[0]);
       ParseChunk(chunks[0]);
     }
   }
@@ -790,6 +859,7 @@ Status SessionState::Load() {
   // Join in file order: warnings up to the first fatal error, then the error.
   uint32_t base = 0;
   size_t total = 0;
+  consumed = size;
   for (const Chunk& c : chunks) total += c.entries.size();
   // The first range's vectors become the index (no copy of its half; their
   // reserve usually holds the rest too).
@@ -835,10 +905,16 @@ Status SessionState::Load() {
       spans.insert(spans.end(), c.spans.begin(), c.spans.end());
     }
     base += c.lines;
+    if (c.torn_at != SIZE_MAX) {
+      // The torn last line is read again by the next Refresh.
+      consumed = c.torn_at;
+      consumed_lines = base - 1;
+    }
     std::vector<Entry>().swap(c.entries);
     std::vector<Span>().swap(c.spans);
   }
   if (size > kReleaseThreshold && observer == nullptr) file.Release(0, size);
+  if (consumed == size) consumed_lines = base;
   Migrate();
   Index();
   return Status::Ok();
@@ -916,21 +992,7 @@ void SessionState::Index() {
                        std::to_string(entries[replaced].line) + "); the later entry wins as in pi");
     }
   }
-  for (const Entry& e : entries) {
-    if (e.type == EntryType::kLabel) {
-      if (e.has_label && !e.label.empty()) {
-        labels[std::string(e.target_id)] = std::string(e.label);
-      } else {
-        labels.erase(std::string(e.target_id));
-      }
-    } else if (e.type == EntryType::kSessionInfo) {
-      if (e.name.empty()) {
-        name.reset();
-      } else {
-        name = std::string(e.name);
-      }
-    }
-  }
+  for (const Entry& e : entries) ApplyState(e);
   parents.assign(entries.size(), IdIndex::kNone);
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -941,6 +1003,7 @@ void SessionState::Index() {
       // the context, which should not happen silently.
       Warn(e.line, "parentId \"" + std::string(e.parent_id) +
                        "\" names no entry in the file; paths through this entry start here");
+      unresolved_parents.insert(e.parent_id);
     }
     if (parent != i) parents[i] = parent;
   }
@@ -967,6 +1030,144 @@ void SessionState::Index() {
   }
 }
 
+void SessionState::ApplyState(const Entry& e) {
+  if (e.type == EntryType::kLabel) {
+    if (e.has_label && !e.label.empty()) {
+      labels[std::string(e.target_id)] = std::string(e.label);
+    } else {
+      labels.erase(std::string(e.target_id));
+    }
+  } else if (e.type == EntryType::kSessionInfo) {
+    if (e.name.empty()) {
+      name.reset();
+    } else {
+      name = std::string(e.name);
+    }
+  }
+}
+
+bool SessionState::ChangesEarlier(const std::vector<Entry>& fresh) const {
+  std::unordered_set<std::string_view> ids, named;
+  for (const Entry& e : fresh) {
+    if (!e.id.empty()) {
+      if (by_id.Find(e.id) != IdIndex::kNone || unresolved_parents.count(e.id) != 0 ||
+          named.count(e.id) != 0 || !ids.insert(e.id).second)
+        return true;
+    }
+    if (!e.parent_id.empty() && by_id.Find(e.parent_id) == IdIndex::kNone &&
+        ids.count(e.parent_id) == 0)
+      named.insert(e.parent_id);
+  }
+  return false;
+}
+
+void SessionState::IndexNew(size_t from) {
+  by_id.Reserve(entries.size(), from);
+  parents.resize(entries.size(), IdIndex::kNone);
+  for (size_t i = from; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    if (e.id.empty()) {
+      Warn(e.line, "entry has no id; it cannot be a parent");
+    } else {
+      by_id.Insert(i);  // a new id (ChangesEarlier)
+    }
+    ApplyState(e);
+    // The parent is an earlier entry or none: no cycle can form.
+    if (e.parent_id.empty() || e.parent_id == e.id) continue;
+    const size_t parent = by_id.Find(e.parent_id);
+    if (parent == IdIndex::kNone) {
+      Warn(e.line, "parentId \"" + std::string(e.parent_id) +
+                       "\" names no entry in the file; paths through this entry start here");
+      unresolved_parents.insert(e.parent_id);
+    }
+    parents[i] = parent;
+  }
+}
+
+Result<size_t> SessionState::Extend(bool* reload) {
+  *reload = false;
+  Env* env = EnvOrDefault(options.env);
+  COMPACTOR_ASSIGN_OR_RETURN(FileInfo info, env->Stat(path));
+  if (info.identity == seen) return size_t{0};  // the common case: one stat
+  COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> rf, env->OpenReadable(path));
+  COMPACTOR_ASSIGN_OR_RETURN(FileIdentity now, rf->Identity());
+  if (migrated || file.truncated() || now.device != seen.device || now.inode != seen.inode ||
+      now.size < consumed) {
+    *reload = true;
+    return size_t{0};
+  }
+  const size_t from = consumed - tail_check.size();
+  COMPACTOR_ASSIGN_OR_RETURN(std::string bytes, rf->ReadAt(from, now.size - from));
+  if (bytes.size() < tail_check.size() ||
+      std::string_view(bytes).substr(0, tail_check.size()) != tail_check) {
+    *reload = true;  // rewritten in place: the bytes we indexed are gone
+    return size_t{0};
+  }
+  bytes.erase(0, tail_check.size());
+  // The last line read had no newline (a complete entry, or blanks): the
+  // newline that ends it is not a line of its own. Anything else continues
+  // that line, which a full read must judge again.
+  size_t skip = 0;
+  if (!bytes.empty() && !tail_check.empty() && tail_check.back() != '\n') {
+    if (bytes[0] != '\n') {
+      *reload = true;
+      return size_t{0};
+    }
+    skip = 1;
+    bytes.erase(0, 1);
+  }
+  const size_t n = bytes.size();
+  now.size = from + tail_check.size() + skip + n;
+  bytes.append(simdjson::SIMDJSON_PADDING, ' ');
+  std::string& kept = appended.emplace_back(std::move(bytes));
+  Chunk c;
+  c.data = kept.data();
+  c.size = n;
+  c.padded = true;
+  c.quiet_torn = true;
+  c.end = n;
+  c.storage = storage.front().get();
+  ParseChunk(c);
+  if (c.failed) {
+    appended.pop_back();
+    const std::string where =
+        c.fail_line == 0 ? path + ": "
+                         : path + ":" + std::to_string(consumed_lines + c.fail_line) + ": ";
+    if (c.out_of_memory) return Status::ResourceExhausted(where + c.fail_message);
+    return Status::Corruption(where + c.fail_message);
+  }
+  if (ChangesEarlier(c.entries)) {
+    appended.pop_back();
+    *reload = true;
+    return size_t{0};
+  }
+  for (auto& [line, message] : c.warnings) Warn(consumed_lines + line, std::move(message));
+  const size_t first_new = entries.size();
+  for (size_t k = 0; k < c.entries.size(); ++k) {
+    Entry& e = c.entries[k];
+    e.line += consumed_lines;
+    if (!e.first_kept_entry_id.empty() && e.first_kept_entry_id[0] == '#')
+      e.first_kept_entry_id = {};  // as Migrate() for a v3 file
+    entries.push_back(e);
+    spans.push_back(c.spans[k]);
+  }
+  const size_t done = c.torn_at == SIZE_MAX ? n : c.torn_at;
+  consumed += skip + done;
+  consumed_lines += c.torn_at == SIZE_MAX ? c.lines : c.lines - 1;
+  if (done >= kTailCheckBytes) {
+    KeepTailCheck(std::string_view(kept.data(), done));
+  } else {
+    std::string joined = tail_check;
+    joined.append(skip, '\n');
+    joined.append(kept, 0, done);
+    KeepTailCheck(joined);
+  }
+  if (c.entries.empty()) appended.pop_back();  // nothing points into these bytes
+  seen = now;
+  IndexNew(first_new);
+  return entries.size() - first_new;
+}
+
 namespace {
 Status TruncatedError(const std::string& path) {
   return Status::IoError(path + ": truncated by another process while it was read");
@@ -991,11 +1192,38 @@ Result<std::unique_ptr<Session>> Session::Open(const std::string& path,
     // A truncation while the bytes were read explains any error Load saw.
     if (impl->file.truncated()) return TruncatedError(path);
     COMPACTOR_RETURN_IF_ERROR(loaded);
+    if (auto id = impl->file.identity()) {
+      impl->seen = *id;
+      impl->KeepTailCheck(std::string_view(impl->data, impl->consumed));
+    }
     return std::unique_ptr<Session>(new Session(std::move(impl)));
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted(path + ": out of memory while reading");
   }
 }
+
+Result<RefreshResult> Session::Refresh() {
+  if (!impl_->file.identity()) {
+    return Status::FailedPrecondition(impl_->path +
+                                      ": not read from a regular file; nothing to refresh");
+  }
+  RefreshResult r;
+  try {
+    bool reload = false;
+    COMPACTOR_ASSIGN_OR_RETURN(r.added, impl_->Extend(&reload));
+    if (!reload) return r;
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(impl_->path + ": out of memory while reading");
+  }
+  COMPACTOR_ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, Open(impl_->path, impl_->options));
+  fresh->impl_->generation = impl_->generation + 1;
+  impl_ = std::move(fresh->impl_);
+  r.reloaded = true;
+  r.added = impl_->entries.size();
+  return r;
+}
+
+uint64_t Session::generation() const { return impl_->generation; }
 
 Status Session::CheckIntact() const {
   if (impl_->file.truncated()) return TruncatedError(impl_->path);
@@ -1060,6 +1288,12 @@ std::vector<size_t> Session::PathTo(size_t leaf) const {
   }
   std::reverse(path.begin(), path.end());
   return path;
+}
+
+std::optional<size_t> Session::Parent(size_t index) const {
+  const size_t parent = impl_->parents[index];
+  if (parent == Impl::IdIndex::kNone) return std::nullopt;
+  return parent;
 }
 
 std::vector<std::vector<size_t>> Session::Children() const {

@@ -122,6 +122,12 @@ Status AppendLines(const std::string& path, const std::vector<std::string>& line
   return AppendLocked(env, path, lines, options.fsync, options.torn_tail_grace_ms);
 }
 
+Result<RefreshResult> AppendToSession(Session* session, const std::vector<std::string>& lines,
+                                      const AppendOptions& options) {
+  COMPACTOR_RETURN_IF_ERROR(AppendLines(session->path(), lines, options));
+  return session->Refresh();
+}
+
 Status AppendComputedLines(const std::string& path, const std::optional<FileIdentity>& loaded,
                            const std::vector<std::string>& lines, const RecheckFn& recheck,
                            const AppendOptions& options) {

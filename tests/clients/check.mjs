@@ -5,6 +5,7 @@
 //
 //   node check.mjs verdict --dir DIR --scenario NAME --mode direct|proxy
 //       --expect success|overflow-failure --status N --steps N
+//       [--strategy summary|user-prompts|notes|mask]
 //     prints "PASS summary" or "FAIL first problem", then one line per
 //     further problem; always exits 0 (the verdict is the output)
 //   node check.mjs pi-answer SESSION_DIR
@@ -82,6 +83,7 @@ function verdict(args) {
   const expect = option(args, 'expect', 'success');
   const status = Number(option(args, 'status', '0'));
   const steps = Number(option(args, 'steps', '0'));
+  const strategy = option(args, 'strategy', 'summary');
   const recs = readLines(path.join(dir, 'upstream.jsonl'));
   const clientErr = read(path.join(dir, 'client.err')) + read(path.join(dir, 'client.out'));
   const task = recs.filter((r) => r.kind === 'call' || r.kind === 'final');
@@ -145,7 +147,9 @@ function verdict(args) {
   if (mode === 'direct' && unexplained.length && expect === 'success') {
     problems.push(`request ${unexplained[0].seq}: ${unexplained[0].missing_calls} earlier tool call(s) missing although nothing compacted (the client dropped history?)`);
   }
-  if (mode === 'proxy' && AGENTS.has(scenario) && expect === 'success') {
+  if (mode === 'proxy' && AGENTS.has(scenario) && expect === 'success' && strategy === 'mask') {
+    checkMask(dir, scenario, recs, task, selfCompacted, problems, facts);
+  } else if (mode === 'proxy' && AGENTS.has(scenario) && expect === 'success') {
     let shrank = null;
     for (let i = 1; i < task.length; i++) {
       const before = Math.max(...bytes.slice(0, i));
@@ -159,6 +163,9 @@ function verdict(args) {
     }
     if (!shrank) problems.push(`the upstream never saw a request smaller than the client's history (max ${maxBytes} B, ${cut.length} requests with calls cut): nothing was compacted`);
     else facts.push(`compacted: request ${shrank.seq} ${shrank.bytes} B < ${shrank.before} B before, ${shrank.missing} call(s) cut`);
+    if (shrank && strategy !== 'summary') checkCutStrategy(strategy, scenario, recs, task, selfCompacted, problems, facts);
+  }
+  if (mode === 'proxy' && AGENTS.has(scenario) && expect === 'success') {
     if (scenario.includes('-overflow')) {
       // With a window of 1M the proxy never compacts proactively: what it
       // compacted, it compacted to recover from the injected overflow.
@@ -195,6 +202,60 @@ function verdict(args) {
   } else {
     console.log(`PASS ${facts.join('; ')}`);
   }
+}
+
+// The strategies that cut like summary (the check above found the cut) leave
+// their own evidence in the requests that follow it. user-prompts: the
+// user's prompt kept verbatim ahead of serve's summary message; notes: the
+// notes file's text in the request, and no summary request by serve (the
+// notes are the summary: no model call).
+function checkCutStrategy(strategy, scenario, recs, task, selfCompacted, problems, facts) {
+  // Codex-remote compacts through the proxy's compaction item (as above).
+  const byProxy = task.filter((r) => r.missing_calls > 0 && (scenario === 'codex-remote' || !selfCompacted(r)));
+  if (strategy === 'user-prompts') {
+    const summarized = byProxy.filter((r) => r.prompt_before_summary !== null && r.prompt_before_summary !== undefined);
+    const kept = summarized.filter((r) => r.prompt_before_summary === true);
+    if (!summarized.length) problems.push('no compacted request carried serve\'s summary message');
+    else if (!kept.length) problems.push(`request ${summarized[0].seq}: the user's prompt is not ahead of serve's summary message (user-prompts keeps it verbatim)`);
+    else facts.push(`user-prompts: the prompt ahead of the summary in ${kept.length} of ${summarized.length} compacted request(s)`);
+  } else if (strategy === 'notes') {
+    const withNotes = byProxy.filter((r) => r.found_text === true);
+    if (!withNotes.length) problems.push(`none of the ${byProxy.length} compacted request(s) carried the notes file's text`);
+    else facts.push(`notes: the notes file's text in ${withNotes.length} of ${byProxy.length} compacted request(s)`);
+    const summaries = recs.filter((r) => r.kind === 'proxy-summary').length;
+    if (summaries) problems.push(`serve sent ${summaries} summary request(s) although the notes file is the summary`);
+  }
+}
+
+// Mask never cuts: the evidence is serve's log line of a request it masked
+// (maskedOutputs, fewer tokens after than before) and the same request at
+// the upstream with tool results replaced by serve's placeholder and fewer
+// bytes than the client sent (the first masked request in both logs), and no
+// request with earlier calls missing unless the client compacted by itself
+// (pairing and the newest result are checked for every strategy above).
+// Codex-remote compacts by itself (serve answers its compaction_trigger with
+// a summary, whatever the strategy) before serve's threshold, so a cut after
+// that answer is Codex's and masking is not required there.
+function checkMask(dir, scenario, recs, task, selfCompacted, problems, facts) {
+  const log = read(path.join(dir, 'serve.err')).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const triggers = log.filter((l) => l.compactionTrigger);
+  const answered = (r) => scenario === 'codex-remote' && recs.some((x) => x.seq < r.seq && x.kind === 'proxy-summary');
+  const cut = task.filter((r) => r.missing_calls > 0 && !selfCompacted(r) && !answered(r));
+  if (cut.length) problems.push(`request ${cut[0].seq}: ${cut[0].missing_calls} earlier tool call(s) missing: mask never cuts calls`);
+  const line = log.find((l) => l.maskedOutputs > 0 && l.compacted);
+  const first = task.find((r) => r.masked_results > 0);
+  const masked = task.filter((r) => r.masked_results > 0).length;
+  if (scenario === 'codex-remote' && !line && !first) {
+    if (!triggers.length) problems.push('serve neither masked nor answered a compaction_trigger');
+    else facts.push(`mask: Codex compacted by itself (${triggers.length} compaction_trigger(s) answered by serve) before serve's threshold; nothing masked`);
+    return;
+  }
+  if (!line) problems.push('serve logged no request with masked outputs (maskedOutputs): nothing was masked');
+  if (!first) problems.push('no request reached the upstream with a tool result replaced by the mask placeholder');
+  if (!line || !first) return;
+  if (!(line.tokensAfter < line.tokensBefore)) problems.push(`serve masked ${line.maskedOutputs} output(s) but the request did not shrink (${line.tokensBefore} -> ${line.tokensAfter} tokens)`);
+  if (!(first.bytes < line.bytesIn)) problems.push(`request ${first.seq}: ${first.bytes} B reached the upstream, not fewer than the ${line.bytesIn} B the client sent`);
+  facts.push(`masked: request ${first.seq} ${first.bytes} B < ${line.bytesIn} B from the client (${line.tokensBefore} -> ${line.tokensAfter} tokens), ${first.masked_results} result(s) masked; ${masked} request(s) with masked results`);
 }
 
 // Passthrough: serve's request log (serve.err, one JSON object per line with

@@ -27,6 +27,7 @@
 //   node fake_upstream.mjs [--port P] [--log FILE] [--steps N] [--pad CHARS]
 //       [--overflow-tokens T] [--overflow-mode http|stream]
 //       [--remote-compaction] [--workspace DIR] [--max-seconds S]
+//       [--prompt TEXT] [--find TEXT]
 //
 // Prints "listening on http://127.0.0.1:PORT" on stdout once ready. Every
 // request is appended to --log as one JSON line (see recordRequest). Exits on
@@ -44,7 +45,7 @@ import {spawnSync} from 'node:child_process';
 function parseArgs(argv) {
   const o = {
     port: 0, log: null, steps: 6, pad: 6000, overflowTokens: 0, overflowMode: 'http',
-    remoteCompaction: false, maxSeconds: 3600, workspace: '.',
+    remoteCompaction: false, maxSeconds: 3600, workspace: '.', prompt: null, find: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -61,6 +62,8 @@ function parseArgs(argv) {
     else if (a === '--remote-compaction') o.remoteCompaction = true;
     else if (a === '--max-seconds') o.maxSeconds = Number(next());
     else if (a === '--workspace') o.workspace = next();
+    else if (a === '--prompt') o.prompt = next();
+    else if (a === '--find') o.find = next();
     else throw new Error(`unknown argument ${a}`);
   }
   if (!['http', 'stream'].includes(o.overflowMode)) throw new Error('--overflow-mode: http or stream');
@@ -420,6 +423,32 @@ function historyFloor(newestStep) {
   return sum;
 }
 
+// The evidence of the proxy's strategies other than summary (check.mjs):
+// masked_results, the tool results whose content is serve's mask placeholder
+// (--strategy mask); prompt_before_summary, whether the user's prompt
+// (--prompt) is in a user message ahead of serve's summary message (null: no
+// summary message; --strategy user-prompts); found_text, whether the request
+// holds the text given with --find anywhere (the notes file of --strategy
+// notes).
+const MASKED = /^\[Masked output of .+: \d+ tokens\. Run the call again if you need it\.\]$/;
+const PROXY_SUMMARY_MARK = 'Earlier messages of this conversation were compacted into this summary';
+function strategyEvidence(conv, raw) {
+  let masked = 0;
+  let promptSeen = false;
+  let before = null;
+  for (const m of conv.messages) {
+    for (const p of m.parts) {
+      if (p.type === 'result' && MASKED.test((p.text || '').trim())) masked++;
+      if (p.type !== 'text' || m.role !== 'user' || before !== null) continue;
+      if (p.text.includes(PROXY_SUMMARY_MARK)) before = promptSeen;
+      else if (opts.prompt && p.text.includes(opts.prompt)) promptSeen = true;
+    }
+  }
+  const out = {masked_results: masked, prompt_before_summary: opts.prompt ? before : undefined};
+  if (opts.find) out.found_text = raw.includes(opts.find);
+  return out;
+}
+
 function recordRequest(rec) {
   if (!opts.log) return;
   fs.appendFileSync(opts.log, JSON.stringify(rec) + '\n');
@@ -772,7 +801,7 @@ function handle(req, res, raw) {
   Object.assign(rec, {kind: reply.kind, step_reached: stepReached(conv), reply_step: reply.step ?? null,
     newest_call: check.call, newest_result: check.result, present_calls: check.present_calls, missing_calls: check.missing_calls,
     history_floor: historyFloor(check.call?.step ?? 0), overflow_injected: overflow,
-    answer: reply.kind === 'final' ? reply.text : undefined});
+    answer: reply.kind === 'final' ? reply.text : undefined, ...strategyEvidence(conv, JSON.stringify(body))});
   if (overflow) rec.status = overflowMode === 'http' ? 400 : 200;
   const ctx = {reply, tokens, overflow, overflowMode, conv, limit: opts.overflowTokens || tokens - 1};
   if (api === 'anthropic') serveAnthropic(req, res, body, ctx);

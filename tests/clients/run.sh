@@ -25,6 +25,11 @@
 #     --duration SECONDS         repeat the whole round until SECONDS have
 #                                passed (at least one round; long runs)
 #     --compactor PATH           the compactor binary (default build/compactor)
+#     --strategy NAME            the strategy serve applies (--strategy of
+#                                compactor serve): summary (default),
+#                                user-prompts, notes (a notes file named by
+#                                serve.notesFile in serve's settings) or mask;
+#                                the proxy checks look for its own evidence
 #     --serve-arg ARG            extra argument for compactor serve (repeatable)
 #     --work DIR                 keep every run's files in DIR (default: a temp
 #                                dir, removed at the end unless a check failed)
@@ -40,8 +45,12 @@
 # the last tool call); every tool call reached the upstream as the fake emitted
 # it and every newest tool result carried what the step produced; direct: the
 # client sent its whole history every time; proxy: later upstream requests are
-# smaller than the client's full history; codex-overflow: an overflow injected
-# by the upstream fails Codex alone and is recovered through the proxy.
+# smaller than the client's full history (summary, user-prompts, notes:
+# earlier calls cut; user-prompts: the prompt kept ahead of the summary;
+# notes: the notes file's text in the request, no summary request by serve;
+# mask: tool results masked in place, no call ever cut); codex-overflow: an
+# overflow injected by the upstream fails Codex alone and is recovered through
+# the proxy.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -53,6 +62,7 @@ pad=16000
 duration=0
 compactor=$root/build/compactor
 serve_args=()
+strategy=summary
 work=
 netns=1
 client_timeout=600
@@ -65,16 +75,18 @@ while [ $# -gt 0 ]; do
     --pad) pad=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --compactor) compactor=$2; shift 2 ;;
+    --strategy) strategy=$2; shift 2 ;;
     --serve-arg) serve_args+=("$2"); shift 2 ;;
     --work) work=$2; shift 2 ;;
     --ci) steps=10; pad=16000; client_timeout=240; shift ;;
     --no-netns) netns=0; shift ;;
-    -h | --help) sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "clients: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [ "$mode" = both ] && mode=direct,proxy
 IFS=, read -r -a wanted_modes <<<"$mode"
+case $strategy in summary | user-prompts | notes | mask) ;; *) echo "clients: --strategy takes summary, user-prompts, notes or mask" >&2; exit 2 ;; esac
 for m in "${wanted_modes[@]}"; do
   case $m in direct | passthrough | proxy) ;; *) echo "clients: --mode takes direct, passthrough, proxy (comma list) or both" >&2; exit 2 ;; esac
 done
@@ -338,7 +350,11 @@ proxy_window() { # SCENARIO ROUND
 run_scenario() { # NAME MODE ROUND
   local name=$1 mode=$2 dir=$work/r$3-$1-$2 fake_args=() base status expect=success
   mkdir -p "$dir/ws" "$dir/home"
-  fake_args=(--log "$dir/upstream.jsonl" --workspace "$dir/ws" --steps "$steps" --pad "$pad")
+  fake_args=(--log "$dir/upstream.jsonl" --workspace "$dir/ws" --steps "$steps" --pad "$pad" --prompt "$prompt")
+  # The notes of --strategy notes: a text the fake looks for in every request
+  # (no step marker, no secret-like value, so it cannot steer the task).
+  local notes="Harness notes for r$3-$1-$2: the workspace steps are worked through one tool call at a time."
+  [ "$strategy" = notes ] && fake_args+=(--find "$notes")
   case $name in
     codex-overflow*)
       # Codex's fixed part is ~10k tokens; the overflow limit sits well above
@@ -385,11 +401,16 @@ run_scenario() { # NAME MODE ROUND
       # upstreams other than OpenAI's).
       remote=', "remoteCompaction": "upstream"'
     fi
-    echo "{\"serve\": {\"markSummaryRequests\": true$remote}}" >"$dir/serve-settings.json"
+    local notes_file=
+    if [ "$strategy" = notes ]; then
+      printf '%s\n' "$notes" >"$dir/notes.md"
+      notes_file=", \"notesFile\": \"$dir/notes.md\""
+    fi
+    echo "{\"serve\": {\"markSummaryRequests\": true$remote$notes_file}}" >"$dir/serve-settings.json"
     window+=(--settings "$dir/serve-settings.json")
     # --json: check.mjs reads serve's request log (which requests it rewrote).
     start_server "$dir/serve.out" "$dir/serve.err" "$compactor" serve --listen 127.0.0.1:0 --upstream "$base" \
-      "${window[@]}" --store "$dir/store" --json "${serve_args[@]}" || {
+      "${window[@]}" --store "$dir/store" --json --strategy "$strategy" "${serve_args[@]}" || {
       stop_server "$fake_pid"
       report FAIL "$name" "$mode" "compactor serve did not start: $(tail -n2 "$dir/serve.err" | tr '\n' ' ')"
       return
@@ -414,7 +435,7 @@ run_scenario() { # NAME MODE ROUND
   stop_server "$fake_pid"
   local verdict
   verdict=$(node "$here/check.mjs" verdict --dir "$dir" --scenario "$name" --mode "$mode" --expect "$expect" \
-    --status "$status" --steps "$steps")
+    --status "$status" --steps "$steps" --strategy "$strategy")
   local first=${verdict%%$'\n'*}
   report "${first%% *}" "$name" "$mode" "${first#* } (${secs}s)"
   [ "$first" != "${verdict}" ] && printf '%s\n' "${verdict#*$'\n'}" | sed 's/^/clients:        /'
@@ -447,7 +468,7 @@ while :; do
   [ "$round" -ge 1000 ] && break
 done
 
-summary="clients: $passed passed, $failed failed, $skipped skipped in $round round(s), $((SECONDS - start))s"
+summary="clients: strategy $strategy: $passed passed, $failed failed, $skipped skipped in $round round(s), $((SECONDS - start))s"
 if [ $failed -gt 0 ]; then
   echo "$summary (files kept: $work)"
   echo "clients: failed: ${failures[*]}"

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "compactor/context.h"
 #include "compactor/entries.h"
 #include "compactor/session.h"
+#include "compactor/strategy.h"
 #include "support/test_util.h"
 
 namespace compactor {
@@ -190,6 +192,47 @@ TEST(Runtime, ThresholdCompactionAfterTurnReestimatesIgnoringStaleUsage) {
   // A small fresh response afterwards does not compact again.
   Turn(*rt, AssistantJson("stop", 3000));
   EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
+}
+
+// The runtime keeps its session loaded: after its own writes (and the
+// engine's compaction) it reads only the appended bytes into the same Session,
+// and the context it hands out is what a fresh load builds.
+TEST(Runtime, CurrentContextIsExtendedInPlaceAndMatchesAFreshBuild) {
+  Fixture f;
+  auto rt = OpenOrDie(f.Options(MakeSession(20, 2000, 3000)));
+  const Session* first = nullptr;
+  {
+    auto snap = rt->CurrentContext();
+    ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+    first = snap->session.get();
+  }
+  for (int i = 0; i < 6; ++i) {
+    // The fourth response crosses the threshold: a compaction is appended.
+    Turn(*rt, AssistantJson("stop", i == 3 ? 50000 : 3000, "answer " + std::to_string(i)));
+    ASSERT_TRUE(rt->AppendMessage(UserJson("next " + std::to_string(i))).ok());
+    auto snap = rt->CurrentContext();
+    ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+    EXPECT_EQ(snap->session.get(), first) << "extended in place, not read again";
+    auto fresh = f.Load(rt->session_path());
+    ContextOptions co;
+    co.expander = StrategyExpander();
+    auto want = BuildSessionContext(*fresh, co);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    EXPECT_EQ(ContextToJson(*snap->context), ContextToJson(*want)) << i;
+    EXPECT_EQ(snap->context->leaf_id, rt->leaf_id());
+    EXPECT_EQ(snap->session->size(), fresh->size());
+  }
+  EXPECT_EQ(CountType(*f.Load(rt->session_path()), EntryType::kCompaction), 1);
+  // A snapshot held across a write stays as it was; the runtime reads anew.
+  auto held = rt->CurrentContext();
+  ASSERT_TRUE(held.ok());
+  const std::string before = ContextToJson(*held->context);
+  ASSERT_TRUE(rt->AppendMessage(UserJson("one more")).ok());
+  auto after = rt->CurrentContext();
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->session.get(), held->session.get());
+  EXPECT_EQ(ContextToJson(*held->context), before);
+  EXPECT_EQ(after->context->messages.size(), held->context->messages.size() + 1);
 }
 
 // The session an agent builds its request from: the runtime's own reading,
