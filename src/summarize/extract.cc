@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <functional>
 #include <unordered_map>
 
 #include "summarize/text_util.h"
@@ -429,6 +430,7 @@ constexpr std::array<std::string_view, 14> kErrorWords = {
 // The first line of the output that names an error: where the failure began
 // (the failing test), which the summary line of a runner does not name.
 std::string FirstErrorLine(std::string_view text) {
+  std::string lower;  // reused: one allocation, not one per line (hot path)
   size_t b = 0;
   while (b < text.size() && b < kScanWindow) {
     size_t e = text.find('\n', b);
@@ -436,7 +438,10 @@ std::string FirstErrorLine(std::string_view text) {
     std::string_view line = Trim(text.substr(b, e - b));
     b = e + 1;
     if (line.empty() || line.size() > 2000) continue;
-    std::string lower = Lower(line);
+    lower.assign(line);
+    for (char& c : lower) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
+    }
     if (IsExitLine(lower)) continue;
     for (std::string_view w : kErrorWords) {
       if (lower.find(w) != std::string::npos) return OneLine(line, kErrorLineMax);
@@ -498,9 +503,13 @@ std::string ErrorLine(std::string_view text, bool fallback = true) {
 }
 
 // A banner or separator ("=====", "FAIL", "----"): no content of its own.
+inline bool IsAsciiAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
 bool IsBannerLine(std::string_view t) {
   size_t letters = 0;
-  for (char c : t) letters += std::isalnum(static_cast<unsigned char>(c)) ? 1 : 0;
+  for (char c : t) letters += IsAsciiAlnum(c) ? 1 : 0;
   return letters == 0 || t == "FAIL" || t == "FAILED" || t == "ERROR";
 }
 
@@ -512,9 +521,12 @@ std::string ErrorContext(std::string_view output, const std::string& error_line)
   std::string probe = error_line.substr(0, std::min<size_t>(error_line.size(), 60));
   if (probe.size() > 3 && probe.compare(probe.size() - 3, 3, "...") == 0)
     probe.resize(probe.size() - 3);
-  size_t p = output.find(probe);
-  if (p == std::string_view::npos) return error_line;
-  size_t b = output.find('\n', p);
+  // Boyer-Moore-Horspool: a plain find re-compares at every occurrence of the
+  // probe's first letter, which dominated long sessions' summaries.
+  auto hit = std::search(output.begin(), output.end(),
+                         std::boyer_moore_horspool_searcher(probe.begin(), probe.end()));
+  if (hit == output.end()) return error_line;
+  size_t b = output.find('\n', static_cast<size_t>(hit - output.begin()));
   std::string out = error_line;
   std::string first = FirstErrorLine(output);
   if (!first.empty() && first != error_line && out.find(first) == std::string::npos) {
@@ -573,11 +585,11 @@ std::string LineShape(std::string_view line) {
   std::string out;
   char last = 0;
   for (char c : line) {
-    char m = std::isalpha(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80
-                 ? 'a'
-             : std::isdigit(static_cast<unsigned char>(c)) ? '#'
-             : c == ' ' || c == '\t'                       ? ' '
-                                                           : c;
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    char m = letter || static_cast<unsigned char>(c) >= 0x80 ? 'a'
+             : c >= '0' && c <= '9'                          ? '#'
+             : c == ' ' || c == '\t'                         ? ' '
+                                                             : c;
     if ((m == 'a' || m == '#' || m == ' ') && m == last) continue;
     out += m;
     last = m;
@@ -596,13 +608,15 @@ std::vector<std::string> OutputValues(std::string_view output) {
     if (e == std::string_view::npos) e = output.size();
     std::string_view line = Trim(output.substr(b, e - b));
     b = e + 1;
-    if (line.empty() || line.size() > 240 || IsTerminalNoise(line) || IsBannerLine(line)) continue;
-    if (IsExitLine(Lower(line))) continue;
+    if (line.empty() || line.size() > 240) continue;
+    // The cheap test first: most lines of a long output carry no value.
     bool value = line.find(':') != std::string_view::npos ||
                  line.find('=') != std::string_view::npos ||
                  std::any_of(line.begin(), line.end(),
                              [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    if (value) lines.push_back(line);
+    if (!value || IsTerminalNoise(line) || IsBannerLine(line)) continue;
+    if (IsExitLine(Lower(line))) continue;
+    lines.push_back(line);
   }
   std::unordered_map<std::string, int> shapes;
   std::vector<std::string> keys;
@@ -1464,6 +1478,12 @@ std::vector<Statement*> UniqueStatements(std::vector<Statement*>& timeline,
     in.lower = Lower(unique[i]->text + " " + unique[i]->reason);
     in.words = HashedWords(ContentWords(Lower(unique[i]->text)));
     std::set<std::string> replaced = ReplacedTerms(in.lower);
+    // A decision's rejected option ("X instead of Y" stored as X, rejected Y)
+    // is what it replaces, though its text no longer holds the marker.
+    if (!unique[i]->rejected.empty()) {
+      std::string term = FirstSpecificWord(Lower(unique[i]->rejected));
+      if (!term.empty()) replaced.insert(std::move(term));
+    }
     in.replaced.assign(replaced.begin(), replaced.end());
     in.replaced_hashes = HashedWords(replaced);
     in.revision = (Cues().Match(in.lower) & kBitRevision) != 0;

@@ -203,11 +203,21 @@ class Composer {
     }
     for (const std::string& l : previous_.lines[kDecisions]) {
       Statement d{order++, l, "", false, 1, ""};
-      // "**decision**: reason"
+      // "**decision** (rejected: option): reason", as AddDecisions writes it.
       if (l.rfind("**", 0) == 0) {
         size_t end = l.find("**", 2);
         if (end != std::string::npos) {
           d.text = l.substr(2, end - 2);
+          constexpr std::string_view kRejected = " (rejected: ";
+          if (l.compare(end + 2, kRejected.size(), kRejected) == 0) {
+            size_t b = end + 2 + kRejected.size();
+            size_t e = l.find("):", b);
+            if (e == std::string::npos && l.back() == ')') e = l.size() - 1;
+            if (e != std::string::npos) {
+              d.rejected = l.substr(b, e - b);
+              end = e;
+            }
+          }
           size_t colon = l.find(':', end);
           d.reason = colon == std::string::npos ? "" : std::string(TrimView(l.substr(colon + 1)));
         }
@@ -420,8 +430,11 @@ class Composer {
     }
     // Blocked: what still fails.
     for (const std::string& l : previous_.lines[kBlocked]) {
-      if (!StillBlocked(l)) continue;
-      Add(kBlocked, "- " + l, 0, n++, true);
+      if (StillBlocked(l)) {
+        Add(kBlocked, "- " + l, 0, n++, true);
+      } else {
+        AddResolvedBlocker(l, n++);
+      }
     }
     for (const summarize::ErrorRecord& e : facts_.errors) {
       if (!ShownAsBlocked(e)) continue;
@@ -478,6 +491,24 @@ class Composer {
     if (b == std::string::npos) return true;
     std::string cmd = line.substr(a + 1, b - a - 1);
     return LaterSuccess(cmd) == nullptr;
+  }
+
+  // A previous Blocked line ("`cmd` fails (exit N): lines") whose command
+  // now succeeds: the error stays on record as resolved, as if it had been
+  // seen in these messages.
+  void AddResolvedBlocker(const std::string& line, int64_t order) {
+    size_t end = line.find('`', 1);
+    if (line.rfind('`', 0) != 0 || end == std::string::npos) return;
+    std::string cmd = line.substr(1, end - 1);
+    const summarize::CommandRun* r = LaterSuccess(cmd);
+    if (r == nullptr) return;
+    std::string rest = line.substr(end + 1);
+    constexpr std::string_view kFails = " fails";
+    if (rest.compare(0, kFails.size(), kFails) == 0) rest.erase(0, kFails.size());
+    Add(kCritical,
+        "- Error in `" + cmd + "`" + rest + " -> resolved (later `" + r->command + "` " +
+            r->outcome + ")",
+        2, order, true);
   }
 
   void AddDecisions() {

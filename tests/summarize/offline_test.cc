@@ -204,11 +204,6 @@ std::string LineWith(const std::string& text, const std::string& needle) {
   return text.substr(b, e == std::string::npos ? std::string::npos : e - b);
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The text of one "## " section (up to the next "## ").
 std::string Section(const std::string& text, const std::string& heading) {
   size_t p = text.find(heading + "\n");
@@ -241,7 +236,7 @@ void ExpectPlantedFacts(const std::string& s) {
   EXPECT_TRUE(Has(s, "`cargo build`"));
   EXPECT_TRUE(Has(s, "`cargo test`"));
   EXPECT_TRUE(Has(s, "14 passed; 0 failed"));
-  EXPECT_TRUE(Has(s, "`cargo clippy -- -D warnings` (exit 101)"));
+  EXPECT_TRUE(Has(s, "`cargo clippy -- -D warnings` fails (exit 101)"));
   // Errors and whether they were fixed.
   std::string critical = Section(s, "## Critical Context");
   EXPECT_TRUE(Has(LineWith(critical, "cannot find value `line_no` in this scope"), "-> resolved"));
@@ -372,7 +367,7 @@ TEST(OfflineSummarizer, UserShellCommandsAndPendingQuestion) {
   };
   std::string s = Summarize(msgs);
   SCOPED_TRACE(s);
-  EXPECT_TRUE(Has(s, "`make test` (exit 2)"));
+  EXPECT_TRUE(Has(s, "`make test` fails (exit 2)"));
   EXPECT_TRUE(Has(s, "KeyError: 'token'"));
   EXPECT_TRUE(Has(Section(s, "## Next Steps"), "Answer the user's latest message"));
   EXPECT_TRUE(Has(Section(s, "## Next Steps"), "port 9090"));
