@@ -137,5 +137,7 @@ compactor_program(NAME examples DIR examples USES compactor)
 # defines; it is a build step, not an installed program.
 compactor_program(NAME tools DIR tools USES compactor INTERNAL tokens util)
 # The tokenizer benchmark measures the pre-tokenizer kernels against the PCRE2
-# reference (test support) directly.
-compactor_program(NAME bench DIR bench USES compactor compactor_test_support INTERNAL tokens test_support)
+# reference (test support) directly; the serve benchmarks time the proxy's
+# compaction hook in process and build its requests with serve's own helpers.
+compactor_program(NAME bench DIR bench USES compactor compactor_serve compactor_test_support
+  INTERNAL tokens test_support serve)

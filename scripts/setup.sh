@@ -11,6 +11,8 @@ build=${1:-$root/build}
 # to it.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
+# nginx is the peer of the serve benchmark (bench/serve_bench.cc), which
+# ctest runs as serve_bench_quick: without it that test fails.
 # g++ brings the ASan and UBSan runtimes (libasan8, libubsan1, through
 # libgcc-12-dev) that scripts/sanitize.sh links: nothing more to install.
 packages=(
@@ -19,6 +21,7 @@ packages=(
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm time clang-format clang-tidy
+  nginx
 )
 missing=()
 for p in "${packages[@]}"; do

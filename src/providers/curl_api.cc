@@ -41,6 +41,7 @@ Loaded Load() {
   bool ok = Resolve(lib, "curl_global_init", &a.global_init, &missing) &&
             Resolve(lib, "curl_easy_init", &a.easy_init, &missing) &&
             Resolve(lib, "curl_easy_cleanup", &a.easy_cleanup, &missing) &&
+            Resolve(lib, "curl_easy_reset", &a.easy_reset, &missing) &&
             Resolve(lib, "curl_easy_setopt", &a.easy_setopt, &missing) &&
             Resolve(lib, "curl_easy_getinfo", &a.easy_getinfo, &missing) &&
             Resolve(lib, "curl_easy_strerror", &a.easy_strerror, &missing) &&

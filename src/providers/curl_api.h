@@ -16,6 +16,7 @@ struct CurlApi {
   CURLcode (*global_init)(long flags);
   CURL* (*easy_init)();
   void (*easy_cleanup)(CURL* handle);
+  void (*easy_reset)(CURL* handle);
   // Variadic in libcurl: one option and one value per call.
   CURLcode (*easy_setopt)(CURL* handle, CURLoption option, ...);
   CURLcode (*easy_getinfo)(CURL* handle, CURLINFO info, ...);

@@ -41,7 +41,7 @@ void SseParser::Line(std::string_view line, const Handler& on_event) {
   std::string_view value = colon == std::string_view::npos ? "" : line.substr(colon + 1);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   if (field == "event") {
-    event_ = std::string(value);
+    event_.assign(value);  // the buffer of the last event, reused
   } else if (field == "data") {
     if (has_data_) data_ += '\n';
     data_.append(value);

@@ -145,7 +145,7 @@ Compaction CompactProxyHook::Compact(Exchange& ex, const ProviderApi& api,
     const int64_t cap = in.threshold > 0 ? in.threshold / 4 : options_.kept_prompts_tokens;
     in.kept_prompts_budget = std::min(options_.kept_prompts_tokens, cap) >> harder;
   }
-  std::optional<ConversationSummary> prior = conversations_.Prior(id);
+  std::shared_ptr<const ConversationSummary> prior = conversations_.Prior(id);
   // A conversation new to the table (or evicted and back) may have a
   // summary in the store's cache: the same bytes as before.
   if (!prior) prior = conversations_.Restore(id, request);

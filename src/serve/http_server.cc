@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,11 +50,25 @@ void SetTimeout(int fd, int option, int64_t ms) {
 
 // httplib's Stream over a connected socket. Unlike httplib's own, it lives as
 // long as the connection, so bytes the client sent ahead (a pipelined
-// request) stay in its buffer from one request to the next.
+// request) stay in its buffer from one request to the next. It also keeps
+// the two addresses (httplib asks for them on every request: two system
+// calls each time otherwise) and, when the connection's coalesce_head is
+// set, holds the response head back to send it with the body.
 class ConnectionStream : public httplib::Stream {
  public:
-  ConnectionStream(int fd, int64_t timeout_ms) : fd_(fd), timeout_ms_(timeout_ms) {
+  ConnectionStream(int fd, int64_t timeout_ms, Connection* conn)
+      : fd_(fd), timeout_ms_(timeout_ms), conn_(conn) {
     buffer_.resize(16 * 1024);
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+      remote_ip_ = Address(ss, &remote_port_);
+    }
+    ss = {};
+    len = sizeof ss;
+    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+      local_ip_ = Address(ss, &local_port_);
+    }
   }
 
   bool is_readable() const override { return begin_ < end_ || Poll(POLLIN); }
@@ -76,6 +91,12 @@ class ConnectionStream : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
+    if (conn_ != nullptr && conn_->coalesce_head) {
+      conn_->coalesce_head = false;  // the head: held for the body's write
+      held_.assign(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
+    if (!held_.empty()) return WriteHeldAnd(ptr, size);
     ssize_t n;
     do {
       n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
@@ -83,15 +104,20 @@ class ConnectionStream : public httplib::Stream {
     return n;
   }
 
+  // Sends a held head that no body followed (the body's write failed
+  // before it began): false when the client is gone.
+  bool Flush() {
+    if (held_.empty()) return true;
+    return WriteHeldAnd(nullptr, 0) >= 0;
+  }
+
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) ip = Address(ss, &port);
+    ip = remote_ip_;
+    port = remote_port_;
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) ip = Address(ss, &port);
+    ip = local_ip_;
+    port = local_port_;
   }
   socket_t socket() const override { return fd_; }
 
@@ -107,11 +133,42 @@ class ConnectionStream : public httplib::Stream {
     return r > 0;
   }
 
+  // The held head, all of it, then as much of [ptr, ptr + size) as the
+  // socket takes in the same calls: the bytes of `ptr` written, or -1.
+  ssize_t WriteHeldAnd(const char* ptr, size_t size) {
+    size_t head = 0;
+    size_t body = 0;
+    while (head < held_.size()) {
+      iovec iov[2] = {{held_.data() + head, held_.size() - head}, {const_cast<char*>(ptr), size}};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = size > 0 ? 2 : 1;
+      ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        held_.clear();
+        return -1;
+      }
+      size_t sent = static_cast<size_t>(n);
+      size_t from_head = std::min(sent, held_.size() - head);
+      head += from_head;
+      body = sent - from_head;
+    }
+    held_.clear();
+    return static_cast<ssize_t>(body);
+  }
+
   int fd_;
   int64_t timeout_ms_;
+  Connection* conn_;
   std::vector<char> buffer_;
   size_t begin_ = 0;
   size_t end_ = 0;
+  std::string held_;  // a response head waiting for its body
+  std::string remote_ip_;
+  int remote_port_ = 0;
+  std::string local_ip_;
+  int local_port_ = 0;
 };
 
 // Waits for the next request on an idle connection: true when bytes arrived
@@ -189,9 +246,11 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler)
   Delete(any, with_body);
   // Relayed and handler-made responses keep exactly their fields: replace the
   // ones httplib adds, keep its framing and connection fields.
-  set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+  set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     Connection* conn = CurrentConnection();
     if (conn == nullptr) return;
+    // httplib writes the head, then an in-memory body with one more call.
+    conn->coalesce_head = req.method != "HEAD" && !res.body.empty();
     if (conn->must_close) {
       res.headers.erase("Keep-Alive");
       if (!res.has_header("Connection")) res.set_header("Connection", "close");
@@ -317,9 +376,9 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   SetTimeout(sock, SO_RCVTIMEO, options_.client_timeout_ms);
   SetTimeout(sock, SO_SNDTIMEO, options_.client_timeout_ms);
-  ConnectionStream stream(sock, options_.client_timeout_ms);
   Connection conn;
   conn.fd = sock;
+  ConnectionStream stream(sock, options_.client_timeout_ms, &conn);
   {
     std::string ip;
     int port = 0;
@@ -346,6 +405,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     bool ok = process_request(stream, last, connection_closed,
                               [this, &conn](httplib::Request& req) { SetupRequest(conn, req); });
     tls_connection = nullptr;
+    if (!stream.Flush()) ok = false;
     if (conn.after_response) conn.after_response();
     linger = conn.linger;
     bool done = !ok || connection_closed || last || conn.must_close;

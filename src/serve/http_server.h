@@ -67,6 +67,9 @@ struct Connection {
   std::optional<HeaderList> exact_headers;
   // Runs once the response was written (or failed), on this thread.
   std::function<void()> after_response;
+  // The response's head and its in-memory body go out in one send (set just
+  // before they are written): one segment, not two, and one system call.
+  bool coalesce_head = false;
 };
 
 // The calling worker thread's connection; null outside a request.

@@ -36,28 +36,29 @@ size_t Conversations::size() {
   return entries_.size();
 }
 
-std::optional<ConversationSummary> Conversations::Restore(const std::string& id,
-                                                          const ClientRequest& request) {
+std::shared_ptr<const ConversationSummary> Conversations::Restore(const std::string& id,
+                                                                  const ClientRequest& request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     Entry& e = UseLocked(id);
-    if (e.restored || e.summary) return std::nullopt;
+    if (e.restored || e.summary) return nullptr;
     e.restored = true;
   }
-  if (limits_.durable == nullptr || !limits_.durable->find) return std::nullopt;
+  if (limits_.durable == nullptr || !limits_.durable->find) return nullptr;
   // The longest cached prefix: a summary covers [0, cut) of some earlier
   // request, and the request is longer than it (MatchedPrefix).
   std::vector<std::string> keys = SummaryKeys(request);
   for (size_t cut = keys.size(); cut-- > 1;) {
     std::optional<std::string> text = limits_.durable->find(keys[cut]);
     if (!text) continue;
-    ConversationSummary found = SummaryOf(request, cut, std::move(*text));
+    auto found =
+        std::make_shared<const ConversationSummary>(SummaryOf(request, cut, std::move(*text)));
     std::lock_guard<std::mutex> lock(mu_);
     Entry& e = UseLocked(id);
-    if (!e.summary) e.summary = found;
+    if (!e.summary) e.summary = std::move(found);
     return e.summary;
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 Conversations::~Conversations() {
@@ -72,17 +73,17 @@ Conversations::~Conversations() {
   }
 }
 
-std::optional<ConversationSummary> Conversations::Prior(const std::string& id) {
+std::shared_ptr<const ConversationSummary> Conversations::Prior(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(id);
-  if (it == entries_.end()) return std::nullopt;
+  if (it == entries_.end()) return nullptr;
   it->second.last_use = ++tick_;
   return it->second.summary;
 }
 
 void Conversations::Commit(const std::string& id, ConversationSummary summary) {
   std::lock_guard<std::mutex> lock(mu_);
-  UseLocked(id).summary = std::move(summary);
+  UseLocked(id).summary = std::make_shared<const ConversationSummary>(std::move(summary));
 }
 
 bool Conversations::Running(const std::string& id) {
@@ -150,7 +151,10 @@ void Conversations::Run(const std::string& id, const std::shared_ptr<SummaryJob>
   {
     std::lock_guard<std::mutex> lock(mu_);
     Entry& e = UseLocked(id);
-    if (out.ok()) e.summary = ConversationSummary{std::move(work->prefix), *out};
+    if (out.ok()) {
+      e.summary = std::make_shared<const ConversationSummary>(
+          ConversationSummary{std::move(work->prefix), *out});
+    }
     if (e.running == job) e.running = nullptr;
     job->result_ = std::move(out);
     job->done_.store(true, std::memory_order_release);

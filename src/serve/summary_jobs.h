@@ -93,13 +93,16 @@ class Conversations {
   Conversations(const Conversations&) = delete;
   Conversations& operator=(const Conversations&) = delete;
 
-  // The summary in force for `id`, if any. Counts as a use of `id`.
-  std::optional<ConversationSummary> Prior(const std::string& id);
+  // The summary in force for `id`, or null. Counts as a use of `id`. Shared,
+  // not copied: its prefix holds the raw items it replaced (a megabyte for
+  // a long conversation), read by every request of the conversation.
+  std::shared_ptr<const ConversationSummary> Prior(const std::string& id);
   // The summary for `request` of `id` when the table does not know `id`
   // (new, or evicted and back): the longest prefix of the request whose
   // summary the durable cache holds, committed to `id`. Asked once per
-  // stay of `id` in the table; nullopt otherwise.
-  std::optional<ConversationSummary> Restore(const std::string& id, const ClientRequest& request);
+  // stay of `id` in the table; null otherwise.
+  std::shared_ptr<const ConversationSummary> Restore(const std::string& id,
+                                                     const ClientRequest& request);
   void Commit(const std::string& id, ConversationSummary summary);
   // Whether a job runs for `id`.
   bool Running(const std::string& id);
@@ -128,7 +131,7 @@ class Conversations {
 
  private:
   struct Entry {
-    std::optional<ConversationSummary> summary;
+    std::shared_ptr<const ConversationSummary> summary;
     std::shared_ptr<SummaryJob> running;
     uint64_t last_use = 0;
     bool warned = false;

@@ -20,26 +20,48 @@ const CurlApi* Api() {
   return api.ok() ? *api : nullptr;
 }
 
-// The calling thread's multi handle: its connection cache lets the thread's
-// next request reuse the connection (keep-alive, TLS session) of the last.
-class ThreadMulti {
+// The calling thread's multi handle and one spare easy handle. The multi's
+// connection cache lets the thread's next request reuse the connection
+// (keep-alive, TLS session) of the last; the spare spares each request
+// libcurl's set-up and tear-down of a transfer (its buffers: tens of kB
+// allocated and freed per request otherwise). Worker threads serve one
+// exchange at a time, so one spare is enough.
+class ThreadCurl {
  public:
-  ~ThreadMulti() {
+  ~ThreadCurl() {
+    if (spare_ != nullptr) Api()->easy_cleanup(spare_);
     if (multi_ != nullptr) Api()->multi_cleanup(multi_);
   }
-  CURLM* get() {
+  CURLM* multi() {
     if (multi_ == nullptr) multi_ = Api()->multi_init();
     return multi_;
+  }
+  CURL* TakeEasy() {
+    CURL* h = spare_;
+    spare_ = nullptr;
+    return h != nullptr ? h : Api()->easy_init();
+  }
+  // REQUIRES: `h` is not in the multi any more.
+  void GiveBack(CURL* h) {
+    if (spare_ == nullptr) {
+      Api()->easy_reset(h);  // every option back to its default; buffers kept
+      spare_ = h;
+    } else {
+      Api()->easy_cleanup(h);
+    }
   }
 
  private:
   CURLM* multi_ = nullptr;
+  CURL* spare_ = nullptr;
 };
 
-CURLM* Multi() {
-  thread_local ThreadMulti multi;
-  return multi.get();
+ThreadCurl& Local() {
+  thread_local ThreadCurl curl;
+  return curl;
 }
+
+CURLM* Multi() { return Local().multi(); }
 
 std::string_view TrimWs(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -108,14 +130,14 @@ UpstreamCall::~UpstreamCall() {
   if (easy_ != nullptr) {
     // Removing an unfinished transfer makes libcurl close its connection.
     api->multi_remove_handle(Multi(), static_cast<CURL*>(easy_));
-    api->easy_cleanup(static_cast<CURL*>(easy_));
+    Local().GiveBack(static_cast<CURL*>(easy_));
   }
   if (headers_list_ != nullptr) api->slist_free_all(static_cast<curl_slist*>(headers_list_));
 }
 
 Status UpstreamCall::Start() {
   COMPACTOR_ASSIGN_OR_RETURN(const CurlApi* api, internal::Curl());
-  CURL* h = api->easy_init();
+  CURL* h = Local().TakeEasy();
   if (h == nullptr) return Status::Unavailable("curl_easy_init failed");
   easy_ = h;
   curl_slist* list = nullptr;
@@ -299,7 +321,7 @@ void UpstreamCall::Abort() {
   if (error_.empty()) error_ = "abandoned by the proxy";
   const CurlApi* api = Api();
   api->multi_remove_handle(Multi(), static_cast<CURL*>(easy_));
-  api->easy_cleanup(static_cast<CURL*>(easy_));
+  Local().GiveBack(static_cast<CURL*>(easy_));
   easy_ = nullptr;
 }
 

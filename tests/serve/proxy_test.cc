@@ -63,6 +63,45 @@ TEST_F(ServeProxyTest, AnthropicStreamIsRelayedByteForByte) {
   EXPECT_EQ(seen[1].body, kAnthropicBody);
 }
 
+// One keep-alive client connection, many exchanges of each kind: every
+// response arrives whole and separate (the head goes out with an in-memory
+// body in one send; a HEAD has none), and the worker's upstream transfer
+// handle and connection are reused (one upstream connection in all).
+TEST_F(ServeProxyTest, KeptAliveClientGetsWholeResponsesOverOneUpstreamConnection) {
+  StartProxy();
+  Fields h = {{"x-api-key", "dummy"},
+              {"anthropic-version", "2023-06-01"},
+              {"content-type", "application/json"}};
+  nlohmann::json json_body = nlohmann::json::parse(kAnthropicBody);
+  json_body["stream"] = false;
+  const std::string sse = RequestBytes("POST", "/v1/messages", h, kAnthropicBody);
+  const std::string json = RequestBytes("POST", "/v1/messages", h, json_body.dump());
+  const std::string head = RequestBytes("HEAD", "/", {}, "");
+  auto direct_sse = Fetch(upstream_.port(), "POST", "/v1/messages", h, kAnthropicBody);
+  auto direct_json = Fetch(upstream_.port(), "POST", "/v1/messages", h, json_body.dump());
+  ASSERT_TRUE(direct_sse && direct_json);
+  const int before = upstream_.connections();
+  RawClient c;
+  ASSERT_TRUE(c.Connect(port_));
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(c.Send(sse));
+    auto a = c.Read();
+    ASSERT_TRUE(a.has_value()) << i;
+    EXPECT_EQ(a->status, 200);
+    EXPECT_EQ(a->body, direct_sse->body) << i;
+    ASSERT_TRUE(c.Send(json));
+    auto b = c.Read();
+    ASSERT_TRUE(b.has_value()) << i;
+    EXPECT_EQ(b->status, 200);
+    EXPECT_EQ(b->body, direct_json->body) << i;
+    ASSERT_TRUE(c.Send(head));
+    auto d = c.Read(/*head_request=*/true);
+    ASSERT_TRUE(d.has_value()) << i;
+    EXPECT_TRUE(d->body.empty());
+  }
+  EXPECT_EQ(upstream_.connections() - before, 1);
+}
+
 TEST_F(ServeProxyTest, ResponsesAndChatStreamingAndNotAreRelayedByteForByte) {
   StartProxy();
   Fields h = {{"authorization", "Bearer dummy"}, {"content-type", "application/json"}};

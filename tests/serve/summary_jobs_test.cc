@@ -194,9 +194,11 @@ TEST(ConversationsTest, StartJoinsTheRunningJobAndCommitsItsSummary) {
   EXPECT_EQ(conversations.Wait(*joined, 10'000, {}), serve::Conversations::WaitEnd::kDone);
   ASSERT_TRUE((*job)->result().ok());
   auto prior = conversations.Prior("c");
-  ASSERT_TRUE(prior.has_value());
+  ASSERT_NE(prior, nullptr);
   EXPECT_EQ(prior->prefix, (std::vector<std::string>{"a", "b"}));
   EXPECT_FALSE(prior->summary.empty());
+  // Shared, not copied, from one request to the next.
+  EXPECT_EQ(conversations.Prior("c").get(), prior.get());
   EXPECT_TRUE(conversations.FirstWarning("c"));
   EXPECT_FALSE(conversations.FirstWarning("c"));
 }
@@ -232,23 +234,23 @@ TEST(ConversationsTest, TheLeastRecentlyUsedIsEvictedAndRestoredFromTheDurableCa
   (void)conversations.Prior("a");  // a is used again: b is now the oldest
   conversations.Commit("c", {{"y"}, "c's"});
   EXPECT_EQ(conversations.size(), 2u);
-  EXPECT_FALSE(conversations.Prior("b").has_value());
-  EXPECT_TRUE(conversations.Prior("a").has_value());
+  EXPECT_EQ(conversations.Prior("b"), nullptr);
+  EXPECT_NE(conversations.Prior("a"), nullptr);
   conversations.Commit("d", {{"z"}, "d's"});  // evicts c (a was used after it)
-  EXPECT_FALSE(conversations.Prior("c").has_value());
+  EXPECT_EQ(conversations.Prior("c"), nullptr);
   conversations.Commit("e", {{"z"}, "e's"});  // evicts a
-  EXPECT_FALSE(conversations.Prior("a").has_value());
+  EXPECT_EQ(conversations.Prior("a"), nullptr);
   // Back: the longest cached prefix of its request, once per stay.
   auto restored = conversations.Restore("a", *parsed);
-  ASSERT_TRUE(restored.has_value());
+  ASSERT_NE(restored, nullptr);
   EXPECT_EQ(restored->summary, summary);
   EXPECT_EQ(restored->prefix.size(), 6u);
   EXPECT_EQ(serve::MatchedPrefix(*parsed, *restored), 6u);
-  EXPECT_FALSE(conversations.Restore("a", *parsed).has_value());
+  EXPECT_EQ(conversations.Restore("a", *parsed), nullptr);
   // The key is the content's: another conversation with the same items
   // finds the same summary.
   auto other = conversations.Restore("new", *parsed);
-  ASSERT_TRUE(other.has_value());
+  ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->summary, summary);
 }
 

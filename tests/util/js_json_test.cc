@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "compactor/message.h"
 #include "util/json_scan.h"
@@ -37,6 +38,61 @@ TEST(JsString, EscapesLikeJsonStringify) {
   out.clear();
   AppendJsString(out, "bad\xFFutf8");
   EXPECT_EQ(out, "\"bad\xEF\xBF\xBDutf8\"");
+}
+
+// The escaper skips words of 8 bytes without an escape: every byte that
+// needs one, at every position of a word and near the ends, next to bytes
+// that need none (ASCII just above and below the special ones, UTF-8).
+TEST(JsString, EscapesAtEveryPositionOfLongStrings) {
+  auto slow = [](std::string_view s) {  // byte by byte, as JSON.stringify
+    std::string out = "\"";
+    for (unsigned char c : s) {
+      if (c == '"') {
+        out += "\\\"";
+      } else if (c == '\\') {
+        out += "\\\\";
+      } else if (c == '\b') {
+        out += "\\b";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\f') {
+        out += "\\f";
+      } else if (c == '\r') {
+        out += "\\r";
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+    }
+    return out + "\"";
+  };
+  const std::string specials = std::string("\"\\\n\t\x01\x1f", 6) + std::string(1, '\0');
+  const std::string fillers[] = {"abcdefghijklmnopqrstuvwxyz0123", "!#[]^_`{}~ !#[]^_`{}~!#[]^_`{",
+                                 "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xC3\xA9\xE2\x82\xAC"};
+  for (const std::string& filler : fillers) {
+    for (size_t len = 0; len <= filler.size(); ++len) {
+      for (size_t at = 0; at <= len; ++at) {
+        for (char special : specials) {
+          std::string s = filler.substr(0, len);
+          s.insert(at, 1, special);
+          if (at + 9 <= s.size()) s.insert(at + 9, 1, special);  // two in nearby words
+          if (!internal::IsValidUtf8(s)) continue;               // a cut through a UTF-8 sequence
+          std::string out;
+          AppendJsString(out, s);
+          ASSERT_EQ(out, slow(s)) << "filler " << filler << ", length " << len << ", at " << at;
+        }
+      }
+      if (!internal::IsValidUtf8(filler.substr(0, len))) continue;
+      std::string plain;
+      AppendJsString(plain, filler.substr(0, len));
+      EXPECT_EQ(plain, "\"" + filler.substr(0, len) + "\"");
+    }
+  }
 }
 
 TEST(JsCanonical, ReordersIntegerKeysAndCollapsesDuplicates) {
