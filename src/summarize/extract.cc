@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <functional>
 #include <unordered_map>
 
 #include "summarize/text_util.h"
@@ -262,6 +263,62 @@ std::set<std::string> ContentWords(std::string_view lower) {
   return out;
 }
 
+// Units that make a number a required or measured value ("64 MiB", "720px",
+// "2500ms", "20%"): two statements giving the same unit different numbers
+// can be one value revised.
+bool IsUnit(std::string_view u) {
+  static const std::set<std::string_view> kUnits = {
+      "b",       "kb",      "mb",    "gb",   "tb",  "kib",   "mib",   "gib", "tib",
+      "k",       "m",       "g",     "ns",   "us",  "ms",    "s",     "sec", "secs",
+      "min",     "mins",    "h",     "hr",   "hrs", "px",    "%",     "rps", "qps",
+      "seconds", "minutes", "hours", "days", "x",   "ns/op", "req/s", "pt",  "em"};
+  return kUnits.count(u) > 0;
+}
+
+// The quantities of a lower-cased text as (unit, number) pairs, and the
+// words they are made of (so that a shared unit is not a shared subject).
+void Quantities(std::string_view lower, std::vector<std::pair<std::string, std::string>>* out,
+                std::set<std::string>* words) {
+  size_t i = 0;
+  while (i < lower.size()) {
+    bool starts =
+        std::isdigit(static_cast<unsigned char>(lower[i])) && (i == 0 || !IsWordChar(lower[i - 1]));
+    if (!starts) {
+      ++i;
+      continue;
+    }
+    size_t b = i;
+    while (i < lower.size() && (std::isdigit(static_cast<unsigned char>(lower[i])) ||
+                                ((lower[i] == '.' || lower[i] == ',') && i + 1 < lower.size() &&
+                                 std::isdigit(static_cast<unsigned char>(lower[i + 1]))))) {
+      ++i;
+    }
+    std::string number(lower.substr(b, i - b));
+    size_t u = i;
+    if (u < lower.size() && lower[u] == ' ') ++u;
+    size_t ue = u;
+    while (ue < lower.size() &&
+           ((lower[ue] >= 'a' && lower[ue] <= 'z') || lower[ue] == '%' || lower[ue] == '/')) {
+      ++ue;
+    }
+    std::string unit(lower.substr(u, ue - u));
+    if (!IsUnit(unit) || (ue < lower.size() && IsWordChar(lower[ue]))) continue;
+    if (out != nullptr) out->emplace_back(unit, number);
+    if (words != nullptr) {
+      words->insert(number);
+      words->insert(unit);
+      words->insert(number + unit);
+    }
+    i = ue;
+  }
+}
+
+bool HasQuantity(std::string_view lower) {
+  std::vector<std::pair<std::string, std::string>> q;
+  Quantities(lower, &q, nullptr);
+  return !q.empty();
+}
+
 // The first content word of a phrase, in text order, unless it is an action
 // (a gerund) or too generic to identify what was replaced.
 std::string FirstSpecificWord(std::string_view phrase) {
@@ -366,10 +423,34 @@ bool IsExitLine(std::string_view lower_line) {
   return lower_line.find("exited with code") != std::string_view::npos;
 }
 
-std::string ErrorLine(std::string_view text) {
-  static constexpr std::array<std::string_view, 14> kErrorWords = {
-      "error",     "fail",      "exception", "traceback",    "panic",    "fatal",  "cannot",
-      "not found", "undefined", "denied",    "no such file", "expected", "assert", "segmentation"};
+constexpr std::array<std::string_view, 14> kErrorWords = {
+    "error",     "fail",      "exception", "traceback",    "panic",    "fatal",  "cannot",
+    "not found", "undefined", "denied",    "no such file", "expected", "assert", "segmentation"};
+
+// The first line of the output that names an error: where the failure began
+// (the failing test), which the summary line of a runner does not name.
+std::string FirstErrorLine(std::string_view text) {
+  std::string lower;  // reused: one allocation, not one per line (hot path)
+  size_t b = 0;
+  while (b < text.size() && b < kScanWindow) {
+    size_t e = text.find('\n', b);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view line = Trim(text.substr(b, e - b));
+    b = e + 1;
+    if (line.empty() || line.size() > 2000) continue;
+    lower.assign(line);
+    for (char& c : lower) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
+    }
+    if (IsExitLine(lower)) continue;
+    for (std::string_view w : kErrorWords) {
+      if (lower.find(w) != std::string::npos) return OneLine(line, kErrorLineMax);
+    }
+  }
+  return "";
+}
+
+std::string ErrorLine(std::string_view text, bool fallback = true) {
   // Search the lowered head and tail of the output; report the first line
   // holding the most telling word.
   std::string scanned;
@@ -407,6 +488,7 @@ std::string ErrorLine(std::string_view text) {
       pos = e;
     }
   }
+  if (!fallback) return "";
   size_t e = scanned.size();
   while (e > 0) {
     size_t b = scanned.rfind('\n', e - 1);
@@ -418,6 +500,137 @@ std::string ErrorLine(std::string_view text) {
     e = b - 1;
   }
   return "";
+}
+
+// A banner or separator ("=====", "FAIL", "----"): no content of its own.
+inline bool IsAsciiAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool IsBannerLine(std::string_view t) {
+  size_t letters = 0;
+  for (char c : t) letters += IsAsciiAlnum(c) ? 1 : 0;
+  return letters == 0 || t == "FAIL" || t == "FAILED" || t == "ERROR";
+}
+
+// The error line and the lines that explain it: the failing test's name is
+// often on one line and what failed on the next ("--- FAIL: TestX" then
+// "x_test.go:41: backoff 30s exceeds cap 10s").
+std::string ErrorContext(std::string_view output, const std::string& error_line) {
+  if (error_line.empty()) return error_line;
+  std::string probe = error_line.substr(0, std::min<size_t>(error_line.size(), 60));
+  if (probe.size() > 3 && probe.compare(probe.size() - 3, 3, "...") == 0)
+    probe.resize(probe.size() - 3);
+  // Boyer-Moore-Horspool: a plain find re-compares at every occurrence of the
+  // probe's first letter, which dominated long sessions' summaries.
+  auto hit = std::search(output.begin(), output.end(),
+                         std::boyer_moore_horspool_searcher(probe.begin(), probe.end()));
+  if (hit == output.end()) return error_line;
+  size_t b = output.find('\n', static_cast<size_t>(hit - output.begin()));
+  std::string out = error_line;
+  std::string first = FirstErrorLine(output);
+  if (!first.empty() && first != error_line && out.find(first) == std::string::npos) {
+    out = first + " / " + out;
+  }
+  for (int added = 0, seen = 0; b != std::string_view::npos && added < 2 && seen < 6; ++seen) {
+    size_t e = output.find('\n', b + 1);
+    std::string_view line =
+        Trim(output.substr(b + 1, (e == std::string_view::npos ? output.size() : e) - b - 1));
+    b = e;
+    if (line.empty() || IsBannerLine(line) || IsExitLine(Lower(line))) continue;
+    out += " / " + OneLine(line, 160);
+    ++added;
+  }
+  return OneLine(out, 2 * kErrorLineMax);
+}
+
+// A shell pipeline (`a | b`, not `a || b`) outside quotes.
+bool IsPipeline(std::string_view command) {
+  char quote = 0;
+  for (size_t i = 0; i < command.size(); ++i) {
+    char c = command[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '|' && (i + 1 >= command.size() || command[i + 1] != '|') &&
+               (i == 0 || command[i - 1] != '|')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A line a reader cannot use: terminal drawing and control sequences.
+bool IsTerminalNoise(std::string_view line) {
+  for (size_t i = 0; i < line.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(line[i]);
+    if (c == 0x1b || c == '\r' || (c < 0x20 && c != '\t')) return true;
+    // U+2500-U+28FF (box drawing, block elements, braille spinners): E2 94..A3 xx.
+    if (c == 0xE2 && i + 1 < line.size()) {
+      unsigned char c1 = static_cast<unsigned char>(line[i + 1]);
+      if (c1 >= 0x94 && c1 <= 0xA3) return true;
+    }
+  }
+  return line.find("====>") != std::string_view::npos ||
+         line.find("#####") != std::string_view::npos;
+}
+
+// The shape of a line: letters, digits and spaces collapsed to one mark
+// each, punctuation kept. Lines of one shape repeated are a listing (padding
+// keys, per-test PASS lines, search hits); what stands out carries values.
+std::string LineShape(std::string_view line) {
+  std::string out;
+  char last = 0;
+  for (char c : line) {
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    char m = letter || static_cast<unsigned char>(c) >= 0x80 ? 'a'
+             : c >= '0' && c <= '9'                          ? '#'
+             : c == ' ' || c == '\t'                         ? ' '
+                                                             : c;
+    if ((m == 'a' || m == '#' || m == ' ') && m == last) continue;
+    out += m;
+    last = m;
+  }
+  return out;
+}
+
+// The lines of a command's output that carry values (a number, a `key: value`
+// or `key = value`): its non-repetitive lines, at most a few, in order.
+std::vector<std::string> OutputValues(std::string_view output) {
+  constexpr size_t kMaxLines = 8, kMaxScan = 400;
+  std::vector<std::string_view> lines;
+  size_t b = 0;
+  while (b < output.size() && lines.size() < kMaxScan) {
+    size_t e = output.find('\n', b);
+    if (e == std::string_view::npos) e = output.size();
+    std::string_view line = Trim(output.substr(b, e - b));
+    b = e + 1;
+    if (line.empty() || line.size() > 240) continue;
+    // The cheap test first: most lines of a long output carry no value.
+    bool value = line.find(':') != std::string_view::npos ||
+                 line.find('=') != std::string_view::npos ||
+                 std::any_of(line.begin(), line.end(),
+                             [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (!value || IsTerminalNoise(line) || IsBannerLine(line)) continue;
+    if (IsExitLine(Lower(line))) continue;
+    lines.push_back(line);
+  }
+  std::unordered_map<std::string, int> shapes;
+  std::vector<std::string> keys;
+  keys.reserve(lines.size());
+  for (std::string_view l : lines) {
+    keys.push_back(LineShape(l));
+    ++shapes[keys.back()];
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < lines.size() && out.size() < kMaxLines; ++i) {
+    if (shapes[keys[i]] >= 3) continue;
+    out.push_back(OneLine(lines[i], 160));
+  }
+  return out;
 }
 
 // Read-only look-ups: their failures (grep finding nothing) block nothing and
@@ -619,20 +832,35 @@ class Extractor {
     }
     facts_.requests.push_back(std::move(r));
 
+    UserMessage um;
+    um.order = order;
+    size_t constraint_sentences = 0;
     for (const std::string& s : sentences) {
       std::string ls = Lower(s);
       uint32_t cues = Cues().Match(ls);
-      if (IsConstraintSentence(s, ls, cues)) {
-        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 0});
+      if (um.sentences.size() < 24) um.sentences.push_back(OneLine(s, kSentenceMax));
+      // A rule, or a required value ("thumbnails are 512px on the long edge"):
+      // both bind the work until revised.
+      if (IsConstraintSentence(s, ls, cues) ||
+          (s.back() != '?' && LooksLikeProse(s) && HasQuantity(ls))) {
+        facts_.constraints.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 0, ""});
+        ++constraint_sentences;
       }
       if (!is_first && (cues & kBitGoal) && s.back() != '?') {
-        facts_.goal_statements.push_back(Statement{order, OneLine(s, kSentenceMax), "", false, 2});
+        facts_.goal_statements.push_back(
+            Statement{order, OneLine(s, kSentenceMax), "", false, 2, ""});
       }
       MaybeDecision(s, ls, cues, order, nullptr);
       if ((cues & kBitUserPlan) && s.back() != '?') {
         user_plan_.push_back(OneLine(s, kSentenceMax));
       }
     }
+    if (t.back() == '?') {
+      um.kind = UserKind::kQuestion;
+    } else if (constraint_sentences * 2 >= um.sentences.size() && constraint_sentences > 0) {
+      um.kind = UserKind::kConstraint;
+    }
+    facts_.user_messages.push_back(std::move(um));
     if (!user_plan_.empty()) {
       facts_.plan = std::move(user_plan_);
       facts_.plan_order = order;
@@ -645,21 +873,50 @@ class Extractor {
     if (s.empty() || s.back() == '?') return;
     bool strong = (cues & kBitStrongDecision) != 0;
     bool weak = (cues & kBitWeakDecision) != 0;
-    if (!strong && !weak) return;
-    size_t reason_at = std::string::npos;
-    std::string_view connector;
-    for (std::string_view c : kReasonConnectors) {
+    // A choice between two named options: "X over Y", "X, not Y", "X instead
+    // of Y", "X rather than Y". The second is the option turned down.
+    size_t choice_at = std::string::npos, choice_len = 0;
+    for (std::string_view c : {" over ", ", not ", " instead of ", " rather than "}) {
       size_t p = ls.find(c);
-      if (p != std::string::npos && p < reason_at) {
-        reason_at = p;
-        connector = c;
+      if (p != std::string::npos && p > 8 && p < choice_at) {
+        choice_at = p;
+        choice_len = c.size();
       }
     }
+    if (!strong && !weak && choice_at == std::string::npos) return;
+    size_t reason_at = std::string::npos;
+    for (std::string_view c : kReasonConnectors) {
+      size_t p = ls.find(c);
+      if (p != std::string::npos && p < reason_at) reason_at = p;
+    }
+    std::string rejected;
+    if (choice_at != std::string::npos &&
+        (reason_at == std::string::npos || choice_at < reason_at)) {
+      size_t b = choice_at + choice_len;
+      size_t e = b;
+      while (e < s.size() && s[e] != ':' && s[e] != ',' && s[e] != ';' &&
+             !(s[e] == '.' && (e + 1 == s.size() || s[e + 1] == ' ')) &&
+             (reason_at == std::string::npos || e < reason_at)) {
+        ++e;
+      }
+      rejected = OneLine(Trim(std::string_view(s).substr(b, e - b)), 120);
+      // "X over Y: because ..." / "X over Y: it is ..." - the reason follows the colon.
+      if (e < s.size() && s[e] == ':' && reason_at == std::string::npos) reason_at = e;
+      if (rejected.empty()) choice_at = std::string::npos;
+    }
     if (!strong && reason_at == std::string::npos) return;
+    if (!strong && !weak && rejected.empty()) return;
     Statement d;
     d.order = order;
     d.kind = 1;
-    if (reason_at != std::string::npos && reason_at > 8) {
+    if (!rejected.empty() && choice_at > 8) {
+      d.text = OneLine(std::string_view(s).substr(0, choice_at), 200);
+      d.rejected = std::move(rejected);
+      if (reason_at != std::string::npos) {
+        std::string_view r = Trim(std::string_view(s).substr(reason_at + 1));
+        d.reason = OneLine(r, 240);
+      }
+    } else if (reason_at != std::string::npos && reason_at > 8) {
       d.text = OneLine(std::string_view(s).substr(0, reason_at), 200);
       d.reason = OneLine(std::string_view(s).substr(reason_at + 1), 240);
     } else {
@@ -829,6 +1086,7 @@ class Extractor {
     if (run.command.empty()) return;
     run.family = CommandFamily(run.command);
     run.inspection = IsInspection(run.family);
+    const bool piped = IsPipeline(raw_command);
     if (cancelled) {
       run.outcome = "cancelled";
     } else if (exit_code) {
@@ -850,8 +1108,32 @@ class Extractor {
       run.outcome = "exit 0";
       run.ok = true;
     }
-    if (!run.ok) {
+    // `cmd | tail` exits with tail's status: a success proves nothing, and
+    // failure lines in its output are an error that is still open.
+    if (piped && run.ok && !run.inspection && !cancelled) {
+      run.status_known = false;
+      run.outcome += " (a pipeline: the status is the last command's)";
+      std::string failure = ErrorLine(output, /*fallback=*/false);
+      if (!failure.empty()) {
+        run.ok = false;
+        run.detail = ErrorContext(output, failure);
+        ErrorRecord err;
+        err.order = order;
+        err.where = "`" + run.command + "`";
+        err.key = run.command;
+        err.family = run.family;
+        err.message = run.detail;
+        err.is_command = true;
+        err.outcome = "output shows a failure; exit status of a pipeline";
+        AddError(std::move(err));
+      }
+    }
+    if (!run.inspection || run.ok) run.values = OutputValues(output);
+    if (!run.status_known) {
+      // Already judged above.
+    } else if (!run.ok) {
       run.detail = ErrorLine(output);
+      run.detail = ErrorContext(output, run.detail);
       if (LooksLikeTestOrBuild(Lower(run.command))) {
         // "12 passed; 2 failed" says more than the first failing test alone.
         std::string result = ResultLine(output);
@@ -944,17 +1226,19 @@ class Extractor {
 
   void ResolveErrors() {
     for (const CommandRun& run : facts_.commands) {
-      if (run.ok) successes_.push_back({run.order, run.command, run.family, run.command});
+      // Only a run whose status means something can show a fix.
+      if (run.ok && run.status_known) {
+        successes_.push_back({run.order, run.command, run.family, run.command});
+      }
     }
     std::stable_sort(successes_.begin(), successes_.end(),
                      [](const Success& a, const Success& b) { return a.order < b.order; });
-    // Orders of the successes per key and per family, ascending: an error is
-    // resolved by the first success after it under either.
-    std::unordered_map<std::string, std::vector<size_t>> by_key, by_family;
-    for (size_t i = 0; i < successes_.size(); ++i) {
-      by_key[successes_[i].key].push_back(i);
-      if (!successes_[i].family.empty()) by_family[successes_[i].family].push_back(i);
-    }
+    // Orders of the successes per key, ascending: an error is resolved only
+    // by a later success of the same command (or the same tool on the same
+    // path). Another command of the same program passing (other tests, other
+    // packages) says nothing about this failure.
+    std::unordered_map<std::string, std::vector<size_t>> by_key;
+    for (size_t i = 0; i < successes_.size(); ++i) by_key[successes_[i].key].push_back(i);
     auto first_after = [&](const std::unordered_map<std::string, std::vector<size_t>>& index,
                            const std::string& k, int64_t order) -> std::optional<size_t> {
       auto it = index.find(k);
@@ -966,10 +1250,7 @@ class Extractor {
       return *pos;
     };
     for (ErrorRecord& err : facts_.errors) {
-      std::optional<size_t> a = first_after(by_key, err.key, err.order);
-      std::optional<size_t> b =
-          err.family.empty() ? std::nullopt : first_after(by_family, err.family, err.order);
-      std::optional<size_t> best = a && b ? std::min(*a, *b) : a ? a : b;
+      std::optional<size_t> best = first_after(by_key, err.key, err.order);
       if (!best) continue;
       const Success& s = successes_[*best];
       err.resolved_at = s.order;
@@ -1169,6 +1450,8 @@ struct StatementInfo {
   std::vector<std::string> replaced;
   std::vector<uint64_t> replaced_hashes;
   bool revision = false;
+  std::vector<std::pair<std::string, std::string>> quantities;  // (unit, number)
+  std::vector<uint64_t> plain_words;  // content words that are not part of a quantity
 };
 
 // Sorts the timeline, retires word-for-word repeats (the latest copy stays)
@@ -1195,11 +1478,41 @@ std::vector<Statement*> UniqueStatements(std::vector<Statement*>& timeline,
     in.lower = Lower(unique[i]->text + " " + unique[i]->reason);
     in.words = HashedWords(ContentWords(Lower(unique[i]->text)));
     std::set<std::string> replaced = ReplacedTerms(in.lower);
+    // A decision's rejected option ("X instead of Y" stored as X, rejected Y)
+    // is what it replaces, though its text no longer holds the marker.
+    if (!unique[i]->rejected.empty()) {
+      std::string term = FirstSpecificWord(Lower(unique[i]->rejected));
+      if (!term.empty()) replaced.insert(std::move(term));
+    }
     in.replaced.assign(replaced.begin(), replaced.end());
     in.replaced_hashes = HashedWords(replaced);
     in.revision = (Cues().Match(in.lower) & kBitRevision) != 0;
+    std::string text_lower = Lower(unique[i]->text);
+    std::set<std::string> qwords;
+    Quantities(text_lower, &in.quantities, &qwords);
+    std::set<std::string> plain = ContentWords(text_lower);
+    for (const std::string& w : qwords) plain.erase(w);
+    in.plain_words = HashedWords(plain);
   }
   return unique;
+}
+
+size_t CommonCount(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
+
+// The same value given again with another number: a quantity of the same
+// unit and a different number, about the same thing (a shared word besides
+// the quantities). "cap the spool at 256 MiB" -> "cap it at 64 MiB".
+bool RevisesValue(const StatementInfo& ai, const StatementInfo& bi) {
+  if (ai.quantities.empty() || bi.quantities.empty()) return false;
+  bool changed = false;
+  for (const auto& [unit, number] : bi.quantities) {
+    for (const auto& [unit_a, number_a] : ai.quantities) {
+      if (unit != unit_a) continue;
+      if (number == number_a) return false;  // the value itself is repeated
+      changed = true;
+    }
+  }
+  return changed && CommonCount(ai.plain_words, bi.plain_words) >= 1;
 }
 
 // Whether the later statement `b` retires the earlier `a`, given how many
@@ -1216,6 +1529,7 @@ bool Supersedes(const Statement& a, const StatementInfo& ai, const Statement& b,
     }
   }
   if (a.kind != b.kind) return false;
+  if (RevisesValue(ai, bi)) return true;
   size_t small = std::min(ai.words.size(), bi.words.size());
   size_t large = std::max(ai.words.size(), bi.words.size());
   if (bi.revision && common >= 2 && common * 2 >= small) return true;

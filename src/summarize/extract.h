@@ -29,6 +29,22 @@ struct Statement {
   // What it is (0 constraint, 1 decision, 2 goal): similarity only retires
   // statements of the same kind; an explicit "instead of" crosses kinds.
   int kind = 0;
+  // Decisions: the option turned down in the same sentence ("X over Y", "X,
+  // not Y"); shown marked as rejected, never as the decision.
+  std::string rejected;
+};
+
+// What a user message is, by its form and its place in the conversation: a
+// correction revises an earlier statement, a question asks, chatter is an
+// acknowledgement, a constraint states a rule or a required value, a task
+// asks for work. Never "done": a summary cannot establish that a request was
+// fulfilled, so requests are quoted in order, not ticked off.
+enum class UserKind { kTask, kConstraint, kCorrection, kQuestion, kChatter };
+
+struct UserMessage {
+  int64_t order = 0;
+  UserKind kind = UserKind::kTask;
+  std::vector<std::string> sentences;  // one line each, clipped
 };
 
 struct Request {
@@ -49,6 +65,12 @@ struct CommandRun {
   bool inspection = false;  // grep, ls, cat, git status...: read-only look-ups
   std::string outcome;      // "exit 0", "exit 2", "cancelled", "timed out", "failed"
   std::string detail;       // error line of a failure, or a result line of a test/build
+  // False when the exit status says nothing about the command: a pipeline
+  // (`cmd | tail` exits with tail's status). Such a run resolves no error.
+  bool status_known = true;
+  // Lines of the output that carry values (measured numbers, config values,
+  // error texts): the output without its repetitive lines, clipped.
+  std::vector<std::string> values;
 };
 
 struct ErrorRecord {
@@ -74,6 +96,7 @@ struct FileActivity {
 struct Facts {
   int64_t input_chars = 0;  // size of the summarized text (for the output budget)
   std::vector<Request> requests;
+  std::vector<UserMessage> user_messages;  // every user message but slash commands, in order
   std::vector<Statement> constraints;
   std::vector<Statement> decisions;
   std::vector<Statement> goal_statements;     // explicit goal sentences after the first request

@@ -199,15 +199,25 @@ class Composer {
   void ResolveStatements() {
     int64_t order = -1000000;
     for (const std::string& l : previous_.lines[kConstraints]) {
-      prev_constraints_.push_back(Statement{order++, l, "", false, 0});
+      prev_constraints_.push_back(Statement{order++, l, "", false, 0, ""});
     }
     for (const std::string& l : previous_.lines[kDecisions]) {
-      Statement d{order++, l, "", false, 1};
-      // "**decision**: reason"
+      Statement d{order++, l, "", false, 1, ""};
+      // "**decision** (rejected: option): reason", as AddDecisions writes it.
       if (l.rfind("**", 0) == 0) {
         size_t end = l.find("**", 2);
         if (end != std::string::npos) {
           d.text = l.substr(2, end - 2);
+          constexpr std::string_view kRejected = " (rejected: ";
+          if (l.compare(end + 2, kRejected.size(), kRejected) == 0) {
+            size_t b = end + 2 + kRejected.size();
+            size_t e = l.find("):", b);
+            if (e == std::string::npos && l.back() == ')') e = l.size() - 1;
+            if (e != std::string::npos) {
+              d.rejected = l.substr(b, e - b);
+              end = e;
+            }
+          }
           size_t colon = l.find(':', end);
           d.reason = colon == std::string::npos ? "" : std::string(TrimView(l.substr(colon + 1)));
         }
@@ -215,9 +225,8 @@ class Composer {
       prev_decisions_.push_back(std::move(d));
     }
     for (const summarize::CommandRun& r : facts_.commands) {
-      if (!r.ok) continue;
+      if (!r.ok || !r.status_known) continue;
       ok_commands_[r.command] = &r;
-      ok_families_[r.family] = &r;
     }
     std::vector<Statement*> timeline;
     for (Statement& s : prev_constraints_) timeline.push_back(&s);
@@ -314,6 +323,7 @@ class Composer {
         }
       }
       const summarize::Request& first = *chosen;
+      goal_order_ = first.order;
       std::string goal = RequestText(first, 700, /*skip_constraints=*/true);
       if (!goal.empty()) {
         if (n == 0) {
@@ -367,20 +377,15 @@ class Composer {
     }
     for (const std::string& l : previous_.lines[kInProgress]) {
       if (new_requests) {
-        Add(kDone, "- [x] " + l, 2, n++, true);
+        // Whether it was finished since cannot be established: quoted, not
+        // ticked off.
+        Add(kCritical, "- The earlier summary had this under way (status now unknown): " + l, 2,
+            n++, true);
       } else {
         Add(kInProgress, "- [ ] " + l, 0, n++, true);
       }
     }
-    for (size_t i = 0; i + 1 < reqs.size(); ++i) {
-      std::string text = RequestText(reqs[i], 200, /*skip_constraints=*/true);
-      if (text.empty()) text = "(a request revised later)";
-      std::string line = "- [x] " + text;
-      if (!reqs[i].modified.empty()) line += " (changed " + FileList(reqs[i].modified, 4) + ")";
-      // Recent requests matter more than old ones.
-      int priority = i + 12 >= reqs.size() ? 2 : 3;
-      Add(kDone, line, priority, reqs[i].order);
-    }
+    AddUserMessages();
     // Every modified file, with what happened to it (the artifact trail).
     std::vector<std::string> modified = carried_modified;
     for (const std::string& f : facts_.modified_order) {
@@ -414,7 +419,10 @@ class Composer {
       }
       Add(kDone, line, 0, 1LL << 40);
     }
-    if (!reqs.empty()) {
+    // The request under way, unless it is the goal stated above (a turn
+    // prefix's only request): each item once.
+    if (!reqs.empty() &&
+        (request_.kind != SummaryKind::kTurnPrefix || reqs.back().order != goal_order_)) {
       const summarize::Request& last = reqs.back();
       std::string line = "- [ ] " + RequestText(last, 300, false);
       if (!last.modified.empty()) line += " (changed so far: " + FileList(last.modified, 8) + ")";
@@ -422,17 +430,56 @@ class Composer {
     }
     // Blocked: what still fails.
     for (const std::string& l : previous_.lines[kBlocked]) {
-      if (!StillBlocked(l)) continue;
-      Add(kBlocked, "- " + l, 0, n++, true);
+      if (StillBlocked(l)) {
+        Add(kBlocked, "- " + l, 0, n++, true);
+      } else {
+        AddResolvedBlocker(l, n++);
+      }
     }
     for (const summarize::ErrorRecord& e : facts_.errors) {
-      if (e.resolved_at || e.inspection) continue;
-      if (!e.is_command && e.order + 8 < LastOrder()) continue;  // stale tool hiccup
-      Add(kBlocked, "- " + e.where + " fails: " + e.message, e.is_command ? 0 : 1, e.order);
+      if (!ShownAsBlocked(e)) continue;
+      std::string line = "- " + e.where + " fails";
+      if (!e.outcome.empty()) line += " (" + e.outcome + ")";
+      if (e.count > 1) line += " (" + std::to_string(e.count) + " times)";
+      line += ": " + e.message;
+      Add(kBlocked, line, e.is_command ? 0 : 1, e.order);
     }
     if (!facts_.last_assistant_error.empty()) {
       Add(kBlocked, "- The last model call failed: " + facts_.last_assistant_error, 1, LastOrder());
     }
+  }
+
+  // The user's messages after the goal, in order with their turn number,
+  // without what the summary states elsewhere (constraints, revised
+  // sentences, the request under way). Requests are never ticked off: whether
+  // one was fulfilled is not something a summary can establish.
+  void AddUserMessages() {
+    std::set<std::string> constraints;
+    for (const Statement& c : facts_.constraints) constraints.insert(c.text);
+    const int64_t in_progress = facts_.requests.empty() ? -1 : facts_.requests.back().order;
+    const size_t count = facts_.user_messages.size();
+    for (size_t turn = 0; turn < count; ++turn) {
+      const summarize::UserMessage& um = facts_.user_messages[turn];
+      if (um.order == goal_order_ || um.order == in_progress) continue;
+      std::string text;
+      for (const std::string& s : um.sentences) {
+        if (retired_.count(s) || constraints.count(s)) continue;
+        if (!text.empty()) text += ' ';
+        text += s;
+      }
+      if (text.empty()) continue;
+      const char* kind = um.kind == summarize::UserKind::kQuestion ? "question" : "request";
+      Add(kCritical,
+          "- User, turn " + std::to_string(turn + 1) + " (" + kind + "): " + OneLine(text, 300),
+          turn + 12 >= count ? 2 : 3, um.order, true);
+    }
+  }
+
+  // An open failure of the work (not a look-up, not an old tool hiccup):
+  // listed once, under Blocked.
+  bool ShownAsBlocked(const summarize::ErrorRecord& e) const {
+    if (e.resolved_at || e.inspection) return false;
+    return e.is_command || e.order + 8 >= LastOrder();
   }
 
   int64_t LastOrder() const { return static_cast<int64_t>(request_.messages.size()); }
@@ -446,9 +493,29 @@ class Composer {
     return LaterSuccess(cmd) == nullptr;
   }
 
+  // A previous Blocked line ("`cmd` fails (exit N): lines") whose command
+  // now succeeds: the error stays on record as resolved, as if it had been
+  // seen in these messages.
+  void AddResolvedBlocker(const std::string& line, int64_t order) {
+    size_t end = line.find('`', 1);
+    if (line.rfind('`', 0) != 0 || end == std::string::npos) return;
+    std::string cmd = line.substr(1, end - 1);
+    const summarize::CommandRun* r = LaterSuccess(cmd);
+    if (r == nullptr) return;
+    std::string rest = line.substr(end + 1);
+    constexpr std::string_view kFails = " fails";
+    if (rest.compare(0, kFails.size(), kFails) == 0) rest.erase(0, kFails.size());
+    Add(kCritical,
+        "- Error in `" + cmd + "`" + rest + " -> resolved (later `" + r->command + "` " +
+            r->outcome + ")",
+        2, order, true);
+  }
+
   void AddDecisions() {
     auto add = [&](const Statement& d, int priority) {
-      std::string line = "- **" + d.text + "**: ";
+      std::string line = "- **" + d.text + "**";
+      if (!d.rejected.empty()) line += " (rejected: " + d.rejected + ")";
+      line += ": ";
       line += d.reason.empty() ? "(no reason stated)" : d.reason;
       Add(kDecisions, line, priority, d.order);
     };
@@ -482,7 +549,7 @@ class Composer {
     for (auto it = facts_.errors.rbegin(); it != facts_.errors.rend() && fixes < 3; ++it) {
       const summarize::ErrorRecord& e = *it;
       if (e.resolved_at || !e.is_command || e.inspection) continue;
-      Add(kNext, "Fix the failure of " + e.where + ": " + e.message, 1, n++);
+      Add(kNext, "Fix the failure of " + e.where + " (under Blocked)", 1, n++);
       ++fixes;
     }
     if (n == 0 && !previous_.lines[kNext].empty()) {
@@ -516,17 +583,28 @@ class Composer {
     }
     for (const std::string& cmd : order) {
       const Agg& a = by_command[cmd];
-      if (a.last->inspection && a.last->ok) continue;  // a look-up that worked: no state
+      // A look-up that worked keeps only the values it printed.
+      if (a.last->inspection && a.last->ok && a.last->values.empty()) continue;
       if (!a.last->ok && a.last->outcome != "cancelled") continue;  // its error line says it all
       std::string line = "- Ran " + Quote(cmd);
       if (a.runs > 1) line += " (" + std::to_string(a.runs) + " times)";
       line += " -> " + a.last->outcome;
       if (!a.last->detail.empty()) line += ": " + a.last->detail;
+      if (!a.last->values.empty()) {
+        // What it printed that a later step may rely on (a measured number,
+        // a config value, an exact error text), not the whole output.
+        line += "; printed: ";
+        for (size_t i = 0; i < a.last->values.size(); ++i) {
+          if (i > 0) line += " | ";
+          line += a.last->values[i];
+        }
+      }
       if (a.last->ok && a.failures > 0) line += " (failed earlier: " + a.first_failure + ")";
       bool test_like = !a.last->detail.empty() && a.last->ok;
       Add(kCritical, line, a.last->ok ? (test_like ? 2 : 3) : 1, a.last->order);
     }
     for (const summarize::ErrorRecord& e : facts_.errors) {
+      if (ShownAsBlocked(e)) continue;
       std::string line = "- Error in " + e.where;
       if (!e.outcome.empty()) line += " (" + e.outcome + ")";
       if (e.count > 1) line += " (" + std::to_string(e.count) + " times)";
@@ -662,12 +740,10 @@ class Composer {
     return line.substr(0, tail) + " -> resolved (later `" + r->command + "` " + r->outcome + ")";
   }
 
-  // A successful run in the new messages of `cmd` or of its program.
+  // A successful run of the same command in the new messages.
   const summarize::CommandRun* LaterSuccess(const std::string& cmd) const {
     auto it = ok_commands_.find(cmd);
-    if (it != ok_commands_.end()) return it->second;
-    auto f = ok_families_.find(summarize::CommandFamily(cmd));
-    return f == ok_families_.end() ? nullptr : f->second;
+    return it == ok_commands_.end() ? nullptr : it->second;
   }
 
   // A previous "Ran `cmd` ..." line is replaced by a newer run of that command.
@@ -686,9 +762,10 @@ class Composer {
   Parsed previous_;
   std::vector<Statement> prev_constraints_;
   std::vector<Statement> prev_decisions_;
+  int64_t goal_order_ = -1;
   std::set<std::string> retired_;
   std::vector<Item> items_;
-  std::map<std::string, const summarize::CommandRun*> ok_commands_, ok_families_;
+  std::map<std::string, const summarize::CommandRun*> ok_commands_;
   mutable std::set<std::string> ran_commands_;
 };
 

@@ -22,7 +22,8 @@
 // 2..N-1 alternately write notes/step-NN.txt (padding, with the client's own
 // file-writing tool where it has one) and cat it back (a large tool output),
 // N runs `cat secret.txt`, then the answer is the value read from that newest
-// tool result: "The secret value is XXXXXXXXXXXX."
+// tool result (or, once a compaction dropped it, from the newest text quoting
+// it, such as the summary): "The secret value is XXXXXXXXXXXX."
 //
 //   node fake_upstream.mjs [--port P] [--log FILE] [--steps N] [--pad CHARS]
 //       [--overflow-tokens T] [--overflow-mode http|stream]
@@ -274,6 +275,17 @@ function newest(conv, type) {
   return null;
 }
 
+function newestSecret(conv) {
+  for (let i = conv.messages.length - 1; i >= 0; i--) {
+    const parts = conv.messages[i].parts;
+    for (let j = parts.length - 1; j >= 0; j--) {
+      const m = SECRET.exec(parts[j].text || '');
+      if (m) return m;
+    }
+  }
+  return null;
+}
+
 function findTool(conv, names) {
   for (const name of names) {
     const t = conv.tools.find((x) => x.name === name);
@@ -319,8 +331,10 @@ function decide(conv, api, body) {
   if (!conv.tools.length) return {kind: 'aux', text: 'Workspace steps'};
   const reached = stepReached(conv);
   if (reached >= opts.steps) {
+    // The newest tool result; when a compaction dropped it, the newest text
+    // that still quotes the value (the summary), as a model would read it.
     const res = newest(conv, 'result');
-    const m = res && SECRET.exec(res.text);
+    const m = (res && SECRET.exec(res.text)) || newestSecret(conv);
     return {kind: 'final', step: reached, text: m ? `The secret value is ${m[0]}.` : 'I could not read the secret value.'};
   }
   const n = reached + 1;

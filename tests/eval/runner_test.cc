@@ -213,6 +213,91 @@ TEST(QualityGateTest, OfflineSummarizerMeetsTargets) {
   }
 }
 
+// The issue-14 targets (PendingTargets) as the gate of the rewritten offline
+// summarizer: on both generators and on the hand-labelled real sessions, one
+// tuning and one held-out session or more of each, every target holds except
+// the ones docs/quality.md reports as not met yet ("Targets and the CI
+// gate"); a miss outside that list fails. The list only shrinks: a target is
+// never lowered to fit.
+struct GateCorpus {
+  const char* name;
+  std::vector<SessionEval> evals;
+  // Targets this corpus still misses (reported, not gated): substrings of
+  // CheckPendingTargets' lines.
+  std::vector<std::string> reported_not_gated;
+};
+
+void ExpectPendingTargetsMet(const GateCorpus& c) {
+  SCOPED_TRACE(c.name);
+  EvalSummary s = Summarize(c.evals);
+  ASSERT_EQ(s.compacted, static_cast<int>(c.evals.size()));
+  for (const std::string& miss : CheckPendingTargets(s)) {
+    bool reported = false;
+    for (const std::string& r : c.reported_not_gated)
+      reported = reported || miss.find(r) != std::string::npos;
+    EXPECT_TRUE(reported) << miss << "\n" << EvalTable({s});
+  }
+}
+
+SessionEval EvalSummaryOf(const Session& session, const FactFile& facts) {
+  EvalConfig config;
+  config.strategy = FindStrategy("summary");
+  auto ev = EvaluateSession(session, facts, config);
+  EXPECT_TRUE(ev.ok()) << ev.status().ToString();
+  return ev.ok() ? std::move(*ev) : SessionEval{};
+}
+
+TEST(QualityGateTest, OfflineSummarizerMeetsTheStatusTargets) {
+  if (!NewOfflineSummarizer()) GTEST_SKIP() << "the offline summarizer is not part of this build";
+  // Seeds 1-3 tuning, 4 held out (HeldOutSeed); 1 and 4 cover two domains.
+  // On the thumbnail domain (seed 1) the failing test lines of two of the
+  // three errors are not kept (docs/quality.md: errors 10/18 tuning).
+  GateCorpus independent{
+      "independent generator, seeds 1 and 4", {}, {"summary: error ", "summary: all facts "}};
+  GateCorpus standard{
+      "standard generator, seeds 1 and 4", {}, {"summary: superseded presented as current"}};
+  for (uint64_t seed : {1, 4}) {
+    GeneratorOptions o{seed, 160000, false};
+    o.style = GeneratorStyle::kIndependent;
+    GeneratedSession g = GenerateEvalSession(o);
+    auto session = Load(g);
+    ASSERT_TRUE(session);
+    independent.evals.push_back(EvalSummaryOf(*session, g.facts));
+    GeneratedSession gs = GenerateEvalSession({seed, 160000, true});
+    auto ss = Load(gs);
+    ASSERT_TRUE(ss);
+    standard.evals.push_back(EvalSummaryOf(*ss, gs.facts));
+  }
+  // long.v3 is tuning, compacted.v3 held out; one modified file of
+  // compacted.v3 is not named by its summary (20/21).
+  GateCorpus labelled{"hand-labelled real sessions", {}, {"summary: file_modified "}};
+  for (const char* name : {"long.v3", "compacted.v3"}) {
+    const std::string dir = std::string(COMPACTOR_SOURCE_DIR) + "/tests/";
+    auto session = Session::Open(dir + "fixtures/pi/" + name + ".jsonl");
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    auto facts = ReadFactFile(dir + "eval/labelled/" + name + ".facts.json");
+    ASSERT_TRUE(facts.ok()) << facts.status().ToString();
+    labelled.evals.push_back(EvalSummaryOf(**session, *facts));
+  }
+  ExpectPendingTargetsMet(independent);
+  ExpectPendingTargetsMet(standard);
+  ExpectPendingTargetsMet(labelled);
+  // The unmet targets' figures measured on this corpus (2026-11-26, branch
+  // q14) as floors, as ratios so that a changed corpus cannot loosen them;
+  // they may only improve (docs/quality.md, "reported, not gated").
+  const auto kind = [](const GateCorpus& c, FactKind k) {
+    return Summarize(c.evals).kinds[static_cast<int>(k)];
+  };
+  KindScore errors = kind(independent, FactKind::kError);
+  EXPECT_GE(errors.retained * 6, errors.total * 5) << "errors kept of " << errors.total;  // 5/6
+  KindScore files = kind(labelled, FactKind::kFileModified);
+  EXPECT_GE(files.retained * 45, files.total * 44)  // 44/45
+      << "modified files kept of " << files.total;
+  StatusScore stale = Summarize(standard.evals).status;
+  EXPECT_LE(stale.stale_presented * 2, stale.stale)  // 2/4
+      << "superseded presented as current of " << stale.stale;
+}
+
 // The stricter targets are reported, not gated, until the summarizer that
 // meets them lands (docs/quality.md); the check itself must see each one.
 TEST(QualityGateTest, PendingTargetsCheckEveryMeasure) {

@@ -75,9 +75,9 @@ TEST(Supersession, IndexedPassAgreesWithEveryPair) {
 
 TEST(Supersession, ReplacementRetiresTheEarlierChoice) {
   std::vector<Statement> s(3);
-  s[0] = {1, "use tabs for indentation", "", false, 0};
-  s[1] = {2, "run the tests with vitest", "", false, 1};
-  s[2] = {3, "use spaces instead of tabs", "", false, 1};
+  s[0] = {1, "use tabs for indentation", "", false, 0, ""};
+  s[1] = {2, "run the tests with vitest", "", false, 1, ""};
+  s[2] = {3, "use spaces instead of tabs", "", false, 1, ""};
   std::vector<Statement*> timeline = {&s[2], &s[0], &s[1]};
   ApplySupersession(timeline);
   EXPECT_TRUE(s[0].superseded);  // across kinds: an explicit replacement
