@@ -139,7 +139,7 @@ void ApplyStopReason(const std::string& stop, LlmResponse& r) {
 
 Result<LlmResponse> Parse(const ModelConfig& model, const Json& doc) {
   LlmResponse r;
-  if (doc.value("type", "") == "error" || (doc.contains("error") && !doc["error"].is_null())) {
+  if (StringAt(doc, "type") == "error" || (doc.contains("error") && !doc["error"].is_null())) {
     r.stop_reason = "error";
     r.error_message = doc.contains("error") ? ErrorText(doc["error"]) : DumpJson(doc);
     return r;
@@ -147,13 +147,13 @@ Result<LlmResponse> Parse(const ModelConfig& model, const Json& doc) {
   auto content = doc.find("content");
   if (content == doc.end() || !content->is_array()) return Malformed(model, "no content");
   for (const Json& block : *content) {
-    if (block.is_object() && block.value("type", "") == "text" && block.contains("text") &&
+    if (block.is_object() && StringAt(block, "type") == "text" && block.contains("text") &&
         block["text"].is_string()) {
       if (!r.text.empty()) r.text += "\n";
       r.text += block["text"].get<std::string>();
-    } else if (block.is_object() && block.value("type", "") == "tool_use") {
+    } else if (block.is_object() && StringAt(block, "type") == "tool_use") {
       r.tool_calls.push_back(
-          {block.value("id", ""), block.value("name", ""),
+          {StringAt(block, "id"), StringAt(block, "name"),
            DumpJson(block.contains("input") && block["input"].is_object() ? block["input"]
                                                                           : Json::object())});
     }
@@ -180,8 +180,7 @@ class StreamParser : public StreamParserBase {
  protected:
   void OnJson(const Json& j, const std::string& type, StreamEventInfo& info) override {
     if (type == "message_start") {
-      const Json& u =
-          j.contains("message") ? j["message"].value("usage", Json::object()) : Json::object();
+      const Json& u = ObjectAt(ObjectAt(j, "message"), "usage");
       response_.usage.input = IntAt(u, "input_tokens");
       response_.usage.output = IntAt(u, "output_tokens");
       response_.usage.cache_read = IntAt(u, "cache_read_input_tokens");
@@ -189,7 +188,7 @@ class StreamParser : public StreamParserBase {
       info.usage_reported = true;
     } else if (type == "content_block_start") {
       ContentStarted(info);
-      const Json& block = j.value("content_block", Json::object());
+      const Json& block = ObjectAt(j, "content_block");
       int index = static_cast<int>(IntAt(j, "index"));
       if (StringAt(block, "type") == "text") {
         blocks_[index] = StringAt(block, "text");
@@ -199,7 +198,7 @@ class StreamParser : public StreamParserBase {
         call.name = StringAt(block, "name");
       }
     } else if (type == "content_block_delta") {
-      const Json& delta = j.value("delta", Json::object());
+      const Json& delta = ObjectAt(j, "delta");
       int index = static_cast<int>(IntAt(j, "index"));
       auto it = blocks_.find(index);
       if (StringAt(delta, "type") == "text_delta" && it != blocks_.end()) {
@@ -209,7 +208,7 @@ class StreamParser : public StreamParserBase {
         if (call != calls_.end()) call->second.arguments_json += StringAt(delta, "partial_json");
       }
     } else if (type == "message_delta") {
-      std::string stop = StringAt(j.value("delta", Json::object()), "stop_reason");
+      std::string stop = StringAt(ObjectAt(j, "delta"), "stop_reason");
       if (!stop.empty()) {
         ApplyStopReason(stop, response_);
         info.stop_reason = response_.stop_reason;

@@ -83,6 +83,13 @@ std::string StringAt(const Json& obj, const char* key) {
   return it->get<std::string>();
 }
 
+const Json& ObjectAt(const Json& obj, const char* key) {
+  static const Json* const kEmpty = new Json(Json::object());
+  if (!obj.is_object()) return *kEmpty;
+  auto it = obj.find(key);
+  return it == obj.end() || !it->is_object() ? *kEmpty : *it;
+}
+
 namespace {
 
 // Error types a stream may report mid-way that are worth a retry.
@@ -186,7 +193,14 @@ StreamEventInfo StreamParserBase::OnEvent(std::string_view, std::string_view dat
     info.stop_reason = "error";
     return info;
   }
-  OnJson(j, type, info);
+  try {
+    OnJson(j, type, info);
+  } catch (const Json::exception&) {
+    // A field of an unexpected type that a parser read without checking: the
+    // event is junk, as an unparsable line is (a hostile or broken upstream
+    // must not end the process).
+    return info;
+  }
   if (info.usage_reported) info.usage = response_.usage;
   return info;
 }

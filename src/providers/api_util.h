@@ -50,6 +50,9 @@ void AddBearer(HttpRequest& http, std::string_view api_key);
 // the value is not a number or lies outside int64_t. Fractions truncate.
 int64_t IntAt(const Json& obj, const char* key);
 std::string StringAt(const Json& obj, const char* key);
+// obj[key] when it is an object, else an empty object (never throws: a
+// field of the wrong type in a model's answer reads as absent).
+const Json& ObjectAt(const Json& obj, const char* key);
 // An "error" value's text: a string, else its "message", else its JSON.
 std::string ErrorText(const Json& error);
 // Whether an error object names a passing condition worth a retry in its

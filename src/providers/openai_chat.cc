@@ -116,7 +116,7 @@ std::string MessageText(const Json& message) {
   if (c->is_string()) return c->get<std::string>();
   if (!c->is_array()) return text;
   for (const Json& part : *c) {
-    if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+    if (part.is_object() && StringAt(part, "type") == "text" && part.contains("text") &&
         part["text"].is_string()) {
       if (!text.empty()) text += "\n";
       text += part["text"].get<std::string>();
@@ -144,7 +144,7 @@ Result<LlmResponse> Parse(const ModelConfig& model, const Json& doc) {
     for (const Json& c : *calls) {
       if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) continue;
       const Json& f = c["function"];
-      r.tool_calls.push_back({c.value("id", ""), f.value("name", ""), ArgumentsText(f)});
+      r.tool_calls.push_back({StringAt(c, "id"), StringAt(f, "name"), ArgumentsText(f)});
     }
   }
   ApplyFinishReason(choice.contains("finish_reason") && choice["finish_reason"].is_string()
@@ -179,7 +179,7 @@ class StreamParser : public StreamParserBase {
         for (const Json& piece : *tc) {
           LlmToolCall& call = calls_[static_cast<int>(IntAt(piece, "index"))];
           if (std::string id = StringAt(piece, "id"); !id.empty()) call.id = id;
-          const Json& f = piece.value("function", Json::object());
+          const Json& f = ObjectAt(piece, "function");
           if (std::string name = StringAt(f, "name"); !name.empty()) call.name = name;
           call.arguments_json += StringAt(f, "arguments");
         }

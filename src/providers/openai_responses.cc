@@ -93,19 +93,19 @@ Json Body(const ModelConfig& model, const LlmRequest& req) {
 // --- answers -----------------------------------------------------------------
 
 void ReadOutputItem(const Json& item, LlmResponse& r, bool& tool_use) {
-  std::string type = item.value("type", "");
+  std::string type = StringAt(item, "type");
   if (type == "function_call" || type == "custom_tool_call") {
     tool_use = true;
-    r.tool_calls.push_back({item.value("call_id", ""), item.value("name", ""),
+    r.tool_calls.push_back({StringAt(item, "call_id"), StringAt(item, "name"),
                             type == "function_call"
                                 ? ArgumentsText(item)
-                                : DumpJson(Json{{"input", item.value("input", "")}})});
+                                : DumpJson(Json{{"input", StringAt(item, "input")}})});
   }
   if (type != "message") return;
   auto content = item.find("content");
   if (content == item.end() || !content->is_array()) return;
   for (const Json& part : *content) {
-    if (part.is_object() && part.value("type", "") == "output_text" && part.contains("text") &&
+    if (part.is_object() && StringAt(part, "type") == "output_text" && part.contains("text") &&
         part["text"].is_string()) {
       if (!r.text.empty()) r.text += "\n";
       r.text += part["text"].get<std::string>();
@@ -114,12 +114,13 @@ void ReadOutputItem(const Json& item, LlmResponse& r, bool& tool_use) {
 }
 
 void ApplyStatus(const Json& doc, bool tool_use, LlmResponse& r) {
-  std::string status = doc.value("status", "completed");
+  std::string status = StringAt(doc, "status");
+  if (status.empty()) status = "completed";
   r.stop_reason = tool_use ? "toolUse" : "stop";
   if (status == "incomplete") {
     std::string reason;
     if (auto d = doc.find("incomplete_details"); d != doc.end() && d->is_object()) {
-      reason = d->value("reason", "");
+      reason = StringAt(*d, "reason");
     }
     if (reason == "max_output_tokens") {
       r.stop_reason = "length";

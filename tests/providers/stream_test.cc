@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "compactor/mem_env.h"
 #include "compactor/providers.h"
@@ -93,6 +94,36 @@ TEST(StreamDecodeTest, ChatAtEveryChunkSize) {
     EXPECT_EQ(r->usage.input, 10);
     EXPECT_EQ(r->usage.output, 2);
   }
+}
+
+// Fields of an unexpected type, from a broken or hostile upstream, read as
+// absent: never an exception out of a parser (the fuzzer's find: a
+// message_start whose "message" was 0 ended the process).
+TEST(StreamDecodeTest, FieldsOfTheWrongTypeReadAsAbsent) {
+  const std::string anthropic =
+      "event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":0}\r\n\r\n"
+      "event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+      "\"content_block\":7}\r\n\r\n"
+      "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":[1]}\r\n\r\n"
+      "event: message_delta\r\ndata: {\"type\":\"message_delta\",\"delta\":\"x\"}\r\n\r\n"
+      "event: message_stop\r\ndata: {\"type\":\"message_stop\"}\r\n\r\n";
+  EXPECT_NO_THROW((void)ParseProviderStream(Model("anthropic"), anthropic));
+  std::optional<Result<LlmResponse>> a;
+  EXPECT_NO_THROW(a.emplace(ParseProviderResponse(
+      Model("anthropic"), R"({"type":4,"content":[{"type":"tool_use","id":5,)"
+                          R"("name":[1],"input":{}}],"stop_reason":"tool_use"})")));
+  ASSERT_TRUE(a.has_value() && a->ok());
+  ASSERT_EQ((*a)->tool_calls.size(), 1u);
+  EXPECT_EQ((*a)->tool_calls[0].id, "");
+  EXPECT_NO_THROW((void)ParseProviderResponse(
+      Model("openai-chat"),
+      R"({"choices":[{"message":{"content":[{"type":7}],"tool_calls":[{"id":1,)"
+      R"("function":{"name":2,"arguments":"{}"}}]},"finish_reason":"tool_calls"}]})"));
+  EXPECT_NO_THROW((void)ParseProviderResponse(
+      Model("openai-responses"),
+      R"({"status":3,"incomplete_details":{"reason":1},"output":[{"type":"function_call",)"
+      R"("call_id":9,"name":"f","arguments":"{}"},5,{"type":"message","content":[{"type":2}]}]})"));
 }
 
 TEST(StreamDecodeTest, AnthropicTextBlocksOnlyCrlf) {
