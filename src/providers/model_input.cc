@@ -9,10 +9,14 @@
 
 #include "compactor/provider_api.h"
 #include "compactor/summarizer.h"
+#include "providers/api_util.h"
 #include "providers/json_util.h"
 #include "util/json_scan.h"
 
 namespace compactor {
+
+using providers::StringAt;
+
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -34,13 +38,14 @@ std::vector<LlmPart> ContentParts(const Json& content) {
   if (!content.is_array()) return parts;
   for (const Json& block : content) {
     if (!block.is_object()) continue;
-    std::string type = block.value("type", "");
+    std::string type = StringAt(block, "type");
     if (type == "text" && block.contains("text") && block["text"].is_string()) {
       parts.push_back(TextPart(block["text"].get<std::string>()));
     } else if (type == "image" && block.contains("data") && block["data"].is_string()) {
       LlmPart p;
       p.kind = LlmPart::Kind::kImage;
-      p.mime_type = block.value("mimeType", "image/png");
+      p.mime_type = StringAt(block, "mimeType");
+      if (p.mime_type.empty()) p.mime_type = "image/png";
       p.data = block["data"].get<std::string>();
       parts.push_back(std::move(p));
     }

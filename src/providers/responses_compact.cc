@@ -6,10 +6,14 @@
 
 #include "compactor/estimate.h"
 #include "compactor/providers.h"
+#include "providers/api_util.h"
 #include "providers/json_util.h"
 #include "util/json_scan.h"
 
 namespace compactor {
+
+using providers::StringAt;
+
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -45,7 +49,7 @@ bool KeepUserMessage(const Json& item) {
   if (!content->is_array() || content->empty()) return false;
   for (const Json& part : *content) {
     if (!part.is_object()) return false;
-    std::string type = part.value("type", "");
+    std::string type = StringAt(part, "type");
     if (type == "input_image") continue;
     if (type == "input_text" && part.contains("text") && part["text"].is_string() &&
         !IsContextWrapper(part["text"].get<std::string>())) {
@@ -82,22 +86,22 @@ Result<HttpRequest> BuildResponsesCompactRequest(const ModelConfig& model,
     // a developer message; anything else ends the trimming.
     while (!items.empty() && (total + 3) / 4 > model.context_window) {
       const Json& last = items.back();
-      std::string type = last.is_object() ? last.value("type", "") : "";
+      std::string type = last.is_object() ? StringAt(last, "type") : "";
       if (type == "function_call_output" || type == "custom_tool_call_output") {
-        std::string call_id = last.value("call_id", "");
+        std::string call_id = StringAt(last, "call_id");
         std::string call_type =
             type == "function_call_output" ? "function_call" : "custom_tool_call";
         total -= JsLength(last);
         items.erase(items.end() - 1);
         for (size_t i = items.size(); i-- > 0;) {
-          if (items[i].is_object() && items[i].value("type", "") == call_type &&
-              items[i].value("call_id", "") == call_id) {
+          if (items[i].is_object() && StringAt(items[i], "type") == call_type &&
+              StringAt(items[i], "call_id") == call_id) {
             total -= JsLength(items[i]);
             items.erase(items.begin() + static_cast<std::ptrdiff_t>(i));
             break;
           }
         }
-      } else if (type == "message" && last.value("role", "") == "developer") {
+      } else if (type == "message" && StringAt(last, "role") == "developer") {
         total -= JsLength(last);
         items.erase(items.end() - 1);
       } else {
@@ -140,7 +144,7 @@ Result<RemoteCompaction> ParseResponsesCompactResponse(std::string_view body,
   const Json* compaction_summary = nullptr;
   for (const Json& item : *output) {
     if (!item.is_object()) continue;
-    std::string type = item.value("type", "");
+    std::string type = StringAt(item, "type");
     if (type == "compaction" || type == "compaction_summary") {
       history.push_back(item);
       if (type == "compaction" && item.contains("encrypted_content") &&
@@ -151,7 +155,7 @@ Result<RemoteCompaction> ParseResponsesCompactResponse(std::string_view body,
       continue;
     }
     if (type != "message") continue;  // reasoning and tool items are dropped
-    std::string role = item.value("role", "");
+    std::string role = StringAt(item, "role");
     if (role == "assistant" || (role == "user" && KeepUserMessage(item))) history.push_back(item);
   }
   const Json* chosen = compaction != nullptr ? compaction : compaction_summary;
