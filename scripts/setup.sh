@@ -19,6 +19,7 @@ packages=(
   g++ cmake make pkg-config ca-certificates git ccache
   libsimdjson-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev libpcre2-dev
+  zlib1g-dev libbrotli-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm time clang-format clang-tidy
   nginx
