@@ -109,7 +109,20 @@ struct SummaryRequest {
   // caller is still parsing later messages: messages[i] may be read once
   // wait_for_messages(n) with n > i has returned. Empty: every message is ready.
   std::function<void(size_t n)> wait_for_messages;
+  // What comes after `messages` in the conversation, in order: for a history
+  // summary, a split turn's prefix and the messages kept verbatim; for a turn
+  // prefix, the kept messages. Not summarized: a summarizer that tracks
+  // revisions reads them so that the summary never presents as current a
+  // value, rule or decision they revise, nor as open an error a later run of
+  // the same command fixed. LLM prompts do not include them (the model sees
+  // the kept messages anyway). Not owned. With wait_for_messages set, they are
+  // numbered after `messages`: the k-th later message may be read once
+  // wait_for_messages(messages.size() + k + 1) has returned.
+  std::vector<std::span<const Message>> later_messages;
 };
+
+// The number of messages in request.later_messages.
+size_t LaterMessageCount(const SummaryRequest& request);
 
 // Waits until the first `n` messages of `request` may be read (see
 // SummaryRequest::wait_for_messages); returns at once when nothing is pending.

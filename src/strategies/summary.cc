@@ -2,6 +2,7 @@
 // preparation's cut, the history before it summarized (a split turn's prefix
 // separately, concurrently), and a plain pi compaction entry appended at the
 // leaf (docs/strategies.md).
+#include <algorithm>
 #include <span>
 
 #include "compactor/estimate.h"
@@ -20,9 +21,18 @@ constexpr std::string_view kAliases[] = {"context-full"};
 // Summarizes the history and, for a split turn, the turn prefix (the two run
 // concurrently), merged under pi's divider; the file lists footer appended.
 Result<std::string> SummarizePreparation(const Session& session, const CompactOptions& o,
-                                         const CompactionPreparation& prep,
-                                         const Summarizer& summarizer, std::string* preserve,
-                                         CompactionResult* r) {
+                                         const PrepareResult& pr, const Summarizer& summarizer,
+                                         std::string* preserve, CompactionResult* r) {
+  const CompactionPreparation& prep = *pr.preparation;
+  // The messages kept verbatim: the context's last ones. The summaries read
+  // them only to learn what they revise (SummaryRequest::later_messages).
+  const std::vector<ContextMessage>& context = pr.context.messages;
+  const std::vector<ContextMessage> kept(
+      context.end() - static_cast<std::ptrdiff_t>(std::min(prep.kept_messages, context.size())),
+      context.end());
+  MessageFeed kept_feed({&kept}, o.env);
+  kept_feed.ParseAll();
+  const std::span<const Message> kept_messages = kept_feed.messages();
   // One vector for both: the compacting hooks see them together, the
   // summaries each see their own part. A summarizer that reads in order
   // starts while later messages are parsed.
@@ -45,15 +55,24 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
   req.max_output_tokens = DefaultMaxOutputTokens(SummaryKind::kHistory, o.settings.reserve_tokens);
   if (o.hooks) feed.WaitFor(all.size());  // the hooks see every message
   ApplyCompactingHooks(o, session, feed.messages(), &req, preserve, &r->hook_errors);
-  if (stream) req.wait_for_messages = [&feed](size_t n) { feed.WaitFor(n); };
+  // Later messages are numbered after the summarized ones: the turn prefix
+  // in the feed, then the kept ones, parsed already.
+  if (stream) {
+    req.wait_for_messages = [&feed](size_t n) {
+      feed.WaitFor(std::min(n, feed.messages().size()));
+    };
+  }
   std::string summary;
   if (prep.is_split_turn && !prefix.empty()) {
     SummaryRequest preq = req;
     preq.kind = SummaryKind::kTurnPrefix;
     preq.previous_summary.clear();
     preq.messages = prefix;
+    preq.later_messages = {kept_messages};
     if (stream) {
-      preq.wait_for_messages = [&feed, history_size](size_t n) { feed.WaitFor(history_size + n); };
+      preq.wait_for_messages = [&feed, history_size](size_t n) {
+        feed.WaitFor(std::min(history_size + n, feed.messages().size()));
+      };
     }
     preq.max_output_tokens =
         DefaultMaxOutputTokens(SummaryKind::kTurnPrefix, o.settings.reserve_tokens);
@@ -65,6 +84,7 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
       history_text = std::string(kNoPriorHistory);
     } else {
       req.messages = history;
+      req.later_messages = {prefix, kept_messages};
       auto h = SummarizeInPasses(summarizer, req);
       if (h.ok()) {
         history_text = *h;
@@ -78,6 +98,7 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
     summary = MergeSplitTurnSummaries(history_text, *p);
   } else {
     req.messages = history;
+    req.later_messages = {kept_messages};
     COMPACTOR_ASSIGN_OR_RETURN(summary, SummarizeInPasses(summarizer, req));
   }
   return summary + FormatFileOperations(prep.file_lists);
@@ -129,8 +150,8 @@ class Summary final : public CompactionStrategy {
       f.details_json = c.details_json;
       preserve = c.preserve_data_json;
     } else {
-      COMPACTOR_ASSIGN_OR_RETURN(
-          f.summary, SummarizePreparation(session, o, *prep, summarizer, &preserve, &r));
+      COMPACTOR_ASSIGN_OR_RETURN(f.summary,
+                                 SummarizePreparation(session, o, pr, summarizer, &preserve, &r));
     }
 
     int64_t summary_tokens =

@@ -835,9 +835,11 @@ class Extractor {
     UserMessage um;
     um.order = order;
     size_t constraint_sentences = 0;
+    bool revises = false;
     for (const std::string& s : sentences) {
       std::string ls = Lower(s);
       uint32_t cues = Cues().Match(ls);
+      revises = revises || ((cues & kBitRevision) != 0 && s.back() != '?');
       if (um.sentences.size() < 24) um.sentences.push_back(OneLine(s, kSentenceMax));
       // A rule, or a required value ("thumbnails are 512px on the long edge"):
       // both bind the work until revised.
@@ -857,6 +859,8 @@ class Extractor {
     }
     if (t.back() == '?') {
       um.kind = UserKind::kQuestion;
+    } else if (revises) {
+      um.kind = UserKind::kCorrection;
     } else if (constraint_sentences * 2 >= um.sentences.size() && constraint_sentences > 0) {
       um.kind = UserKind::kConstraint;
     }
@@ -1504,14 +1508,18 @@ size_t CommonCount(const std::vector<uint64_t>& a, const std::vector<uint64_t>& 
 // the quantities). "cap the spool at 256 MiB" -> "cap it at 64 MiB".
 bool RevisesValue(const StatementInfo& ai, const StatementInfo& bi) {
   if (ai.quantities.empty() || bi.quantities.empty()) return false;
-  bool changed = false;
+  bool changed = false, repeated = false;
   for (const auto& [unit, number] : bi.quantities) {
     for (const auto& [unit_a, number_a] : ai.quantities) {
       if (unit != unit_a) continue;
-      if (number == number_a) return false;  // the value itself is repeated
-      changed = true;
+      (number == number_a ? repeated : changed) = true;
     }
   }
+  // The value itself repeated is a restatement, unless a revision names the
+  // old value beside the new one ("batches of 500 lock the table; use
+  // batches of 100 instead").
+  // Naming the old value is what ties the two together then.
+  if (repeated) return bi.revision && changed;
   return changed && CommonCount(ai.plain_words, bi.plain_words) >= 1;
 }
 

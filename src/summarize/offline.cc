@@ -2,6 +2,7 @@
 // sections the LLM prompts ask for, built from the facts extract.cc finds, then
 // cut to an output budget by dropping the least important items first.
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <set>
@@ -162,10 +163,29 @@ Parsed ParseSummary(std::string_view text) {
 // Building the items
 // ---------------------------------------------------------------------------
 
+// The sentences of the user's corrections ("use batches of 100 instead")
+// that no constraint holds already: they retire what they revise, though they
+// are not constraints themselves.
+std::vector<Statement> CorrectionStatements(const Facts& facts) {
+  std::set<std::string_view> stated;
+  for (const Statement& s : facts.constraints) stated.insert(s.text);
+  std::vector<Statement> out;
+  for (const summarize::UserMessage& um : facts.user_messages) {
+    if (um.kind != summarize::UserKind::kCorrection) continue;
+    for (const std::string& sentence : um.sentences) {
+      if (!stated.count(sentence)) out.push_back(Statement{um.order, sentence, "", false, 0, ""});
+    }
+  }
+  return out;
+}
+
 class Composer {
  public:
-  Composer(const SummaryRequest& request, Facts facts)
-      : request_(request), facts_(std::move(facts)) {}
+  // `later`: statements of the messages after the summarized ones
+  // (SummaryRequest::later_messages), ordered after them. They are never
+  // stated; they only retire what they revise.
+  Composer(const SummaryRequest& request, Facts facts, std::vector<Statement> later = {})
+      : request_(request), facts_(std::move(facts)), later_(std::move(later)) {}
 
   std::vector<Item> Build() {
     if (!request_.previous_summary.empty()) previous_ = ParseSummary(request_.previous_summary);
@@ -234,7 +254,36 @@ class Composer {
     for (Statement& s : facts_.constraints) timeline.push_back(&s);
     for (Statement& s : facts_.decisions) timeline.push_back(&s);
     for (Statement& s : facts_.goal_statements) timeline.push_back(&s);
+    // A request's sentences that state a value ("Insert rows in batches of
+    // 500") are requirements too: a later revision of the value retires them
+    // from the quoted request (the goal above all).
+    std::set<std::string> stated;
+    for (const Statement& s : facts_.constraints) stated.insert(s.text);
+    for (const summarize::Request& r : facts_.requests) {
+      for (const std::string& sentence : r.sentences) {
+        if (stated.count(sentence) || !HasDigit(sentence)) continue;
+        request_values_.push_back(Statement{r.order, sentence, "", false, 0, ""});
+      }
+    }
+    for (Statement& s : CorrectionStatements(facts_)) request_values_.push_back(std::move(s));
+    for (Statement& s : request_values_) timeline.push_back(&s);
+    for (Statement& s : later_) timeline.push_back(&s);
     summarize::ApplySupersession(timeline);
+    // A statement the later messages restate (every word of it in one later
+    // statement: "Remember: never modify vendor/") is still current; only one
+    // that changes something (another value, another option) retires it.
+    std::vector<std::set<std::string>> later_words;
+    for (const Statement& s : later_) later_words.push_back(Words(s.text));
+    for (Statement* s : timeline) {
+      if (!s->superseded || s->order >= LastOrder()) continue;
+      const std::set<std::string> mine = Words(s->text);
+      for (const std::set<std::string>& w : later_words) {
+        if (std::includes(w.begin(), w.end(), mine.begin(), mine.end())) {
+          s->superseded = false;
+          break;
+        }
+      }
+    }
     std::set<std::string> live;
     for (Statement* s : timeline) {
       if (!s->superseded) live.insert(s->text);
@@ -458,21 +507,67 @@ class Composer {
     for (const Statement& c : facts_.constraints) constraints.insert(c.text);
     const int64_t in_progress = facts_.requests.empty() ? -1 : facts_.requests.back().order;
     const size_t count = facts_.user_messages.size();
+    // The same message sent again (a retried prompt, a loop) is quoted once,
+    // at its latest turn, with every turn it was sent in.
+    std::map<std::string, std::vector<size_t>> turns_of;
+    std::vector<std::string> texts(count);
     for (size_t turn = 0; turn < count; ++turn) {
       const summarize::UserMessage& um = facts_.user_messages[turn];
       if (um.order == goal_order_ || um.order == in_progress) continue;
-      std::string text;
       for (const std::string& s : um.sentences) {
         if (retired_.count(s) || constraints.count(s)) continue;
-        if (!text.empty()) text += ' ';
-        text += s;
+        if (!texts[turn].empty()) texts[turn] += ' ';
+        texts[turn] += s;
       }
-      if (text.empty()) continue;
+      if (!texts[turn].empty()) turns_of[texts[turn]].push_back(turn);
+    }
+    for (size_t turn = 0; turn < count; ++turn) {
+      if (texts[turn].empty()) continue;
+      const std::vector<size_t>& turns = turns_of[texts[turn]];
+      if (turns.back() != turn) continue;
+      const summarize::UserMessage& um = facts_.user_messages[turn];
       const char* kind = um.kind == summarize::UserKind::kQuestion ? "question" : "request";
-      Add(kCritical,
-          "- User, turn " + std::to_string(turn + 1) + " (" + kind + "): " + OneLine(text, 300),
+      Add(kCritical, "- User, " + TurnList(turns) + " (" + kind + "): " + OneLine(texts[turn], 300),
           turn + 12 >= count ? 2 : 3, um.order, true);
     }
+  }
+
+  static bool HasDigit(std::string_view text) {
+    return std::any_of(text.begin(), text.end(),
+                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  }
+
+  // The lower-cased words of a statement (letters and digits).
+  static std::set<std::string> Words(std::string_view text) {
+    std::set<std::string> out;
+    std::string w;
+    for (size_t i = 0; i <= text.size(); ++i) {
+      const char c = i < text.size() ? text[i] : ' ';
+      if (std::isalnum(static_cast<unsigned char>(c))) {
+        w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else if (!w.empty()) {
+        out.insert(std::move(w));
+        w.clear();
+      }
+    }
+    return out;
+  }
+
+  // "turn 4"; "turns 2, 5"; "turns 3, 4, ... 426 (424 times)" (1-based).
+  static std::string TurnList(const std::vector<size_t>& turns) {
+    if (turns.size() == 1) return "turn " + std::to_string(turns[0] + 1);
+    std::string out = "turns ";
+    const bool elide = turns.size() > 4;
+    for (size_t i = 0; i < turns.size(); ++i) {
+      if (elide && i == 2) {
+        out += ", ...";
+        i = turns.size() - 1;
+      }
+      if (i > 0) out += elide && i == turns.size() - 1 ? " " : ", ";
+      out += std::to_string(turns[i] + 1);
+    }
+    if (elide) out += " (" + std::to_string(turns.size()) + " times)";
+    return out;
   }
 
   // An open failure of the work (not a look-up, not an old tool hiccup):
@@ -763,6 +858,8 @@ class Composer {
   std::vector<Statement> prev_constraints_;
   std::vector<Statement> prev_decisions_;
   int64_t goal_order_ = -1;
+  std::vector<Statement> later_;
+  std::vector<Statement> request_values_;
   std::set<std::string> retired_;
   std::vector<Item> items_;
   std::map<std::string, const summarize::CommandRun*> ok_commands_;
@@ -954,6 +1051,43 @@ void BoostFocus(std::vector<Item>& items, std::string_view instructions) {
   }
 }
 
+// What the messages after the summarized ones establish
+// (SummaryRequest::later_messages): their constraints, decisions and goal
+// statements, ordered after every summarized message, to retire what they
+// revise; and an error of `facts` that a later run of the same command fixed
+// is resolved (a pipeline's exit status proves nothing, as in the facts).
+Result<std::vector<Statement>> ReadLaterMessages(const SummaryRequest& request, Facts* facts) {
+  std::vector<Statement> out;
+  if (request.later_messages.empty()) return out;
+  AwaitMessages(request, request.messages.size() + LaterMessageCount(request));
+  auto order = static_cast<int64_t>(request.messages.size());
+  std::map<std::string, std::string> fixed;  // command -> how it was fixed
+  for (std::span<const Message> part : request.later_messages) {
+    COMPACTOR_ASSIGN_OR_RETURN(Facts later,
+                               summarize::ExtractSummaryFacts(part, request.is_cancelled));
+    std::vector<Statement> corrections = CorrectionStatements(later);
+    for (std::vector<Statement>* list :
+         {&later.constraints, &later.decisions, &later.goal_statements, &corrections}) {
+      for (Statement& st : *list) {
+        st.order += order;
+        out.push_back(std::move(st));
+      }
+    }
+    for (const summarize::CommandRun& r : later.commands) {
+      if (r.ok && r.status_known) fixed.try_emplace(r.command, "`" + r.command + "` exit 0");
+    }
+    order += static_cast<int64_t>(part.size());
+  }
+  for (summarize::ErrorRecord& e : facts->errors) {
+    if (e.resolved_at || !e.is_command) continue;
+    auto it = fixed.find(e.key);
+    if (it == fixed.end()) continue;
+    e.resolved_at = order;
+    e.resolved_by = it->second;
+  }
+  return out;
+}
+
 class OfflineSummarizer : public Summarizer {
  public:
   explicit OfflineSummarizer(const OfflineSummarizerOptions& options) : options_(options) {}
@@ -989,7 +1123,8 @@ class OfflineSummarizer : public Summarizer {
     budget = std::max(budget, options_.min_budget_tokens);
     budget = std::min(budget, max_out);
 
-    Composer composer(request, std::move(facts));
+    COMPACTOR_ASSIGN_OR_RETURN(std::vector<Statement> later, ReadLaterMessages(request, &facts));
+    Composer composer(request, std::move(facts), std::move(later));
     std::vector<Item> items = composer.Build();
     BoostFocus(items, request.custom_instructions);
     Layout layout = LayoutFor(kind);

@@ -205,8 +205,15 @@ SummaryKind EffectiveKind(const SummaryRequest& request) {
   return request.kind;
 }
 
+size_t LaterMessageCount(const SummaryRequest& request) {
+  size_t n = 0;
+  for (std::span<const Message> l : request.later_messages) n += l.size();
+  return n;
+}
+
 void AwaitMessages(const SummaryRequest& request, size_t n) {
-  if (request.wait_for_messages) request.wait_for_messages(std::min(n, request.messages.size()));
+  if (!request.wait_for_messages) return;
+  request.wait_for_messages(std::min(n, request.messages.size() + LaterMessageCount(request)));
 }
 
 Status CheckSummarizable(const SummaryRequest& request) {
@@ -274,7 +281,7 @@ Result<SummaryPrompt> BuildSummaryPrompt(const SummaryRequest& request) {
     return prompt;
   }
 
-  AwaitMessages(request, request.messages.size());
+  AwaitMessages(request, request.messages.size() + LaterMessageCount(request));
   std::vector<SerializedPart> parts = SerializeForSummaryParts(request.messages);
   int64_t fixed = EstimateTextTokens(prompt.system_prompt) +
                   EstimateTextTokens(AssembleUserText("", request, kind)) + 16;
@@ -380,6 +387,11 @@ Result<std::string> SummarizeInPasses(const Summarizer& summarizer, const Summar
     SummaryRequest pass = request;
     pass.messages = request.messages.subspan(begin, end - begin);
     pass.wait_for_messages = nullptr;  // all parsed (awaited above)
+    // The chunks after this one come later: a value they revise is not
+    // current in this pass's summary either.
+    pass.later_messages.clear();
+    if (end < request.messages.size()) pass.later_messages.push_back(request.messages.subspan(end));
+    for (std::span<const Message> l : request.later_messages) pass.later_messages.push_back(l);
     pass.previous_summary = running;
     pass.kind = running.empty() ? SummaryKind::kHistory : SummaryKind::kUpdate;
     if (!CheckSummarizable(pass).ok()) continue;  // a chunk of unreadable messages

@@ -252,8 +252,7 @@ TEST(QualityGateTest, OfflineSummarizerMeetsTheStatusTargets) {
   // Seeds 1-3 tuning, 4 held out (HeldOutSeed); 1 and 4 cover two domains.
   // On the thumbnail domain (seed 1) the failing test lines of two of the
   // three errors are not kept (docs/quality.md: errors 10/18 tuning).
-  GateCorpus independent{
-      "independent generator, seeds 1 and 4", {}, {"summary: error ", "summary: all facts "}};
+  GateCorpus independent{"independent generator, seeds 1 and 4", {}, {"summary: error "}};
   GateCorpus standard{
       "standard generator, seeds 1 and 4", {}, {"summary: superseded presented as current"}};
   for (uint64_t seed : {1, 4}) {
@@ -294,8 +293,11 @@ TEST(QualityGateTest, OfflineSummarizerMeetsTheStatusTargets) {
   EXPECT_GE(files.retained * 45, files.total * 44)  // 44/45
       << "modified files kept of " << files.total;
   StatusScore stale = Summarize(standard.evals).status;
-  EXPECT_LE(stale.stale_presented * 2, stale.stale)  // 2/4
+  EXPECT_LE(stale.stale_presented * 4, stale.stale)  // 1/4
       << "superseded presented as current of " << stale.stale;
+  std::cout << "gate: errors " << errors.retained << "/" << errors.total << ", files "
+            << files.retained << "/" << files.total << ", stale presented " << stale.stale_presented
+            << "/" << stale.stale << "\n";
 }
 
 // The stricter targets are reported, not gated, until the summarizer that

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "compactor/compact.h"
@@ -55,6 +56,55 @@ TEST(SummaryStrategy, AppendsAPiCompactionThatKeepsTheRecentMessages) {
   auto ours = BuildSessionContext(**after, expanded);
   ASSERT_TRUE(ours.ok());
   EXPECT_EQ(ContextToJson(*ours), ContextToJson(*ctx));
+}
+
+// Each summary is told what comes after its messages (to retire what that
+// revises): the history the turn prefix and the kept messages, the turn
+// prefix the kept messages.
+class LaterRecorder : public Summarizer {
+ public:
+  std::string_view name() const override { return "later-recorder"; }
+  Result<std::string> Summarize(const SummaryRequest& r) const override {
+    std::lock_guard<std::mutex> lock(mu);
+    AwaitMessages(r, r.messages.size() + LaterMessageCount(r));
+    size_t& slot = r.kind == SummaryKind::kTurnPrefix ? prefix_later : history_later;
+    slot = LaterMessageCount(r);
+    if (r.kind == SummaryKind::kTurnPrefix) prefix_messages = r.messages.size();
+    if (!r.later_messages.empty() && !r.later_messages.back().empty()) {
+      last_later_role = r.later_messages.back().back().role;
+    }
+    return std::string("S");
+  }
+  mutable std::mutex mu;
+  mutable size_t history_later = 0, prefix_later = 0, prefix_messages = 0;
+  mutable Role last_later_role = Role::kOther;
+};
+
+TEST(SummaryStrategy, SummariesSeeTheMessagesAfterThemAsLater) {
+  bool split = false;
+  for (int chars : {2000, 9000}) {  // the second splits a turn
+    auto session = Load(20, chars);
+    LaterRecorder sum;
+    CompactOptions o = Options(&sum);
+    o.strategy = FindStrategy("summary");
+    auto c = ComputeCompaction(*session, o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    const CompactionResult& r = c->result;
+    ASSERT_TRUE(r.compacted);
+    auto after = SessionAfterCompaction(*session, *c);
+    ASSERT_TRUE(after.ok());
+    auto ctx = BuildSessionContext(**after);
+    ASSERT_TRUE(ctx.ok());
+    const size_t kept = ctx->messages.size() - 1;  // all but the summary
+    ASSERT_GT(kept, 0u);
+    EXPECT_EQ(sum.history_later, r.turn_prefix_messages + kept) << chars;
+    if (r.split_turn) {
+      split = true;
+      EXPECT_EQ(sum.prefix_later, kept) << chars;
+    }
+    EXPECT_EQ(sum.last_later_role, ctx->messages.back().role) << chars;
+  }
+  EXPECT_TRUE(split) << "no case split a turn";
 }
 
 TEST(SummaryStrategy, ContextFullIsTheSameStrategy) {

@@ -527,3 +527,161 @@ TEST(OfflineSummarizer, InsteadOfAnActionRetiresNothing) {
 
 }  // namespace
 }  // namespace compactor
+
+namespace compactor {
+namespace {
+
+using summarize_test::Assistant;
+using summarize_test::Text;
+using summarize_test::User;
+
+std::string SummarizeWithLater(const std::vector<Message>& messages,
+                               const std::vector<Message>& later, int64_t max_input_tokens = 0) {
+  auto s = NewOfflineSummarizer();
+  SummaryRequest req;
+  req.messages = messages;
+  req.later_messages = {later};
+  req.max_input_tokens = max_input_tokens;
+  if (max_input_tokens > 0) req.max_output_tokens = 1000;
+  auto r = SummarizeInPasses(*s, req);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : "";
+}
+
+// What the kept messages (or a split turn's prefix) revise is not current
+// in the summary of what came before them, though they are not summarized.
+TEST(OfflineSummarizer, LaterMessagesRetireWhatTheyRevise) {
+  std::vector<Message> history = {
+      User("Set up the dev server. The API server must listen on port 8080 in development."),
+      Assistant({Text("Configured.")}),
+  };
+  std::vector<Message> later = {
+      User("Change of plan: the API server must listen on port 9090 in development."),
+      Assistant({Text("Updated the port.")}),
+  };
+  std::string without = SummarizeWithLater(history, {});
+  EXPECT_TRUE(Has(without, "port 8080")) << without;
+  std::string s = SummarizeWithLater(history, later);
+  SCOPED_TRACE(s);
+  EXPECT_FALSE(Has(s, "port 8080"));
+  EXPECT_FALSE(Has(s, "port 9090"));  // the later messages are not summarized
+}
+
+TEST(OfflineSummarizer, ARuleTheLaterMessagesRestateStaysCurrent) {
+  std::vector<Message> history = {
+      User("Fix the parser. Never modify files under vendor/."),
+      Assistant({Text("Understood.")}),
+  };
+  std::vector<Message> later = {
+      User("Remember: never modify files under vendor/."),
+      Assistant({Text("Yes.")}),
+  };
+  std::string s = SummarizeWithLater(history, later);
+  EXPECT_TRUE(Has(s, "vendor/")) << s;
+}
+
+TEST(OfflineSummarizer, AnErrorALaterRunFixedIsNotOpen) {
+  Convo history;
+  history.UserSays("Make the tests pass.");
+  history.Run("npm test", "FAIL src/app.test.ts\n  Expected 3, received 2", 1);
+  Convo later;
+  later.Run("npm test", "Tests: 12 passed, 12 total", 0);
+  std::string before = SummarizeWithLater(history.messages, {});
+  EXPECT_TRUE(Has(LineWith(before, "Expected 3"), "npm test")) << before;
+  EXPECT_FALSE(Has(before, "resolved (later")) << before;
+  std::string s = SummarizeWithLater(history.messages, later.messages);
+  SCOPED_TRACE(s);
+  EXPECT_FALSE(Has(s, "NOT resolved"));
+  EXPECT_FALSE(Has(Section(s, "## Next Steps"), "npm test"));
+  // A pipeline's exit code proves nothing, later as well.
+  Convo piped;
+  piped.Run("npm test | tail -5", "Tests: 12 passed, 12 total", 0);
+  std::string p = SummarizeWithLater(history.messages, piped.messages);
+  EXPECT_FALSE(Has(p, "resolved (later")) << p;
+}
+
+// Summarized in passes, an earlier chunk's value that a later chunk revises
+// is not carried into the running summary as current.
+TEST(OfflineSummarizer, PassesRetireWhatALaterChunkRevises) {
+  std::vector<Message> history = {
+      User("Set up the dev server. The API server must listen on port 8080 in development."),
+      Assistant({Text("Configured.")}),
+  };
+  for (int i = 0; i < 40; ++i) {
+    history.push_back(User("Step " + std::to_string(i) + ": tidy module " + std::to_string(i) +
+                           " and keep its public names."));
+    history.push_back(Assistant({Text(std::string(600, 'x'))}));
+  }
+  history.push_back(
+      User("Change of plan: the API server must listen on port 9090 in development."));
+  history.push_back(Assistant({Text("Updated the port.")}));
+  std::string s = SummarizeWithLater(history, {}, 3000);
+  SCOPED_TRACE(s);
+  EXPECT_TRUE(Has(s, "port 9090"));
+  EXPECT_FALSE(Has(s, "port 8080"));
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// A message sent again and again (a retried prompt, an agent loop) is quoted
+// once, with the turns it was sent in, not once per turn.
+TEST(OfflineSummarizer, ARepeatedUserMessageIsQuotedOnce) {
+  Convo c;
+  c.UserSays("Port the CLI to the new config loader.");
+  c.AssistantSays("Starting.");
+  for (int i = 0; i < 30; ++i) {
+    c.UserSays("Please check the build again and report what fails.");
+    c.Run("make -j2", "ok", 0);
+    c.AssistantSays("The build passes.");
+    if (i == 10) {
+      c.UserSays("Also look at the flaky network test.");
+      c.AssistantSays("Looking.");
+    }
+  }
+  c.UserSays("Now write the release notes.");
+  c.AssistantSays("Writing them.");
+  std::string s = Summarize(c.messages);
+  SCOPED_TRACE(s);
+  size_t quoted = 0;
+  for (size_t p = s.find("check the build again"); p != std::string::npos;
+       p = s.find("check the build again", p + 1)) {
+    ++quoted;
+  }
+  EXPECT_EQ(quoted, 1u);
+  EXPECT_TRUE(Has(LineWith(s, "check the build again"), "(30 times)"));
+  EXPECT_TRUE(Has(s, "flaky network test"));
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// A value stated inside the goal request is retired from the quoted goal
+// when a later correction changes it.
+TEST(OfflineSummarizer, AGoalsValueRevisedLaterIsNotQuotedAsCurrent) {
+  std::vector<Message> history = {
+      User("Goal for today: add a bulk CSV import endpoint to the inventory service so staff can "
+           "upload stock counts at once. Insert rows in batches of 500.\n\nUse uv, not pip, to "
+           "install or run anything."),
+      Assistant({Text("Starting with the parser.")}),
+  };
+  std::vector<Message> later = {
+      User("Correction: the DBA says batches of 500 lock the stock table too long; use batches "
+           "of 100 instead."),
+      Assistant({Text("Switching to 100.")}),
+  };
+  std::string s = SummarizeWithLater(history, later);
+  SCOPED_TRACE(s);
+  EXPECT_TRUE(Has(s, "bulk CSV import endpoint"));
+  EXPECT_FALSE(Has(s, "batches of 500"));
+  EXPECT_TRUE(Has(s, "Use uv, not pip"));
+}
+
+}  // namespace
+}  // namespace compactor

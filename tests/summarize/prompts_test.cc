@@ -160,7 +160,7 @@ class RecordingSummarizer : public Summarizer {
     calls.push_back(
         {EffectiveKind(request), request.messages.size(),
          EstimateTextTokens(prompt->system_prompt) + EstimateTextTokens(prompt->user_text),
-         prompt->omitted_messages, request.previous_summary});
+         prompt->omitted_messages, request.previous_summary, LaterMessageCount(request)});
     return "## Goal\nsummary " + std::to_string(calls.size());
   }
   struct Call {
@@ -169,6 +169,7 @@ class RecordingSummarizer : public Summarizer {
     int64_t prompt_tokens;
     size_t omitted;
     std::string previous;
+    size_t later;
   };
   mutable std::vector<Call> calls;
 
@@ -217,6 +218,32 @@ TEST(Prompts, SummarizeInPassesChainsChunksWithinTheWindow) {
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(*kept, "## Goal\nearlier");
   EXPECT_TRUE(none.calls.empty());
+}
+
+// The messages after the summarized ones are not in any prompt; each pass
+// gets, as later messages, the chunks after its own and the request's.
+TEST(Prompts, LaterMessagesStayOutOfThePromptAndPassesGetTheRest) {
+  std::vector<Message> msgs = Many(60, 4000);
+  std::vector<Message> later = {User("Later: use port 9090."), Assistant({Text("ok")})};
+  SummaryRequest req;
+  req.messages = msgs;
+  auto plain = BuildSummaryPrompt(req);
+  req.later_messages = {later};
+  auto with_later = BuildSummaryPrompt(req);
+  ASSERT_TRUE(plain.ok() && with_later.ok());
+  EXPECT_EQ(plain->user_text, with_later->user_text);
+  EXPECT_EQ(with_later->user_text.find("9090"), std::string::npos);
+
+  RecordingSummarizer rec;
+  req.max_input_tokens = 20000;
+  req.max_output_tokens = 1000;
+  ASSERT_TRUE(SummarizeInPasses(rec, req).ok());
+  ASSERT_GE(rec.calls.size(), 3u);
+  size_t covered = 0;
+  for (const auto& c : rec.calls) {
+    covered += c.messages;
+    EXPECT_EQ(c.later, msgs.size() - covered + later.size());
+  }
 }
 
 TEST(Prompts, SummarizeInPassesWorksWithTheOfflineSummarizer) {
