@@ -3,7 +3,9 @@
 // through its service API (docs/api.md). Two kinds are planned: the
 // directory of pi session files (NewDirectoryStore, the default, embedded)
 // and a database shared by many servers; both implement SessionStore, so the
-// service and the recorder never see which one they use.
+// service and the recorder never see which one they use. OpenStore picks
+// one from a `--store` value (a directory or a postgres:// URI);
+// docs/store.md is the contract of both.
 //
 // Every write keeps the write protocol of session files (docs/reliability.md):
 // appends are whole lines under the session's sidecar lock, new sessions and
@@ -140,6 +142,50 @@ struct DirectoryStoreOptions {
 // same way). Errors: the writable
 // directory cannot be created, the conversation index cannot be read.
 Result<std::unique_ptr<SessionStore>> NewDirectoryStore(const DirectoryStoreOptions& options);
+
+struct PostgresStoreOptions {
+  // A libpq connection URI: postgres://[user[:password]@][host][:port][/db][?k=v&...]
+  // (a unix socket: ?host=/path/to/dir). Never printed with its password.
+  std::string uri;
+  // Connections opened at most; a caller past it waits for one to be given
+  // back (at most `acquire_timeout_ms`, then kUnavailable): 8.
+  int max_connections = 8;
+  // The longest a caller waits for a free connection: 30 s.
+  int64_t acquire_timeout_ms = 30'000;
+  // libpq's connect_timeout when the URI sets none: 10 s.
+  int connect_timeout_s = 10;
+  Env* env = nullptr;  // clocks and ids; null = Env::Default()
+};
+
+// The PostgreSQL store: sessions, their entries (append-only lines in
+// order, appended in transactions), the conversation index and the summary
+// cache in tables of the database the URI names, shared by every server
+// that opens the same URI. The schema is created and migrated when the
+// store opens (docs/store.md): each migration once, in a transaction;
+// a database whose schema is newer than this binary knows is refused
+// (kFailedPrecondition). Errors: kUnavailable when the server cannot be
+// reached, kIoError for a failed statement; messages show the URI without
+// its password.
+Result<std::unique_ptr<SessionStore>> NewPostgresStore(const PostgresStoreOptions& options);
+
+// Whether `spec` (a --store value) is a PostgreSQL URI: it starts with
+// postgres:// or postgresql://.
+bool IsPostgresUri(std::string_view spec);
+// `uri` with its password (user:PASSWORD@ and ?password=...) replaced by ***.
+std::string RedactUri(std::string_view uri);
+
+struct StoreSpec {
+  // A directory (NewDirectoryStore's `dir`) or a postgres:// URI.
+  std::string store;
+  // Read-only session directories (a directory store only: with a database
+  // they are kInvalidArgument).
+  std::vector<std::string> read_only_dirs;
+  Env* env = nullptr;
+};
+
+// The store a `--store` value names: NewPostgresStore for a PostgreSQL URI,
+// else NewDirectoryStore. Errors as theirs.
+Result<std::unique_ptr<SessionStore>> OpenStore(const StoreSpec& spec);
 
 }  // namespace compactor
 
