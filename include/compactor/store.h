@@ -83,6 +83,11 @@ class SessionStore {
   // kInvalidArgument when it is not a session; kFailedPrecondition when the
   // id exists.
   virtual Result<std::string> Import(std::string_view jsonl) = 0;
+  // The session as a pi session file (header line, then one entry a line,
+  // each ending in a newline): the directory store's file as it is (a torn
+  // last line left out, as readers skip it), the database's rows in order.
+  // Loading it builds the same session as Load. kNotFound for an unknown id.
+  virtual Result<std::string> Export(std::string_view id) = 0;
   // Appends complete entry lines (without newlines). kNotFound, or
   // kFailedPrecondition for a read-only session or one changed since the
   // caller read it (options.expected_entries).

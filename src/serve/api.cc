@@ -258,6 +258,14 @@ Result<std::vector<std::string>> CompleteEntries(const Session& s, const std::st
   return lines;
 }
 
+// GET .../sessions/{id}/export: the session as a pi session file (docs/api.md).
+void ExportSession(SessionStore& store, const std::string& id, ServiceResponse& res) {
+  auto text = store.Export(id);
+  if (!text.ok()) return Fail(res, text.status());
+  res.content_type = "application/x-ndjson";
+  res.body = std::move(text).value();
+}
+
 }  // namespace
 
 SessionService::~SessionService() = default;
@@ -274,11 +282,11 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
     auto models = ParseModelConfigs(text);
     if (models.ok()) svc->models_ = std::move(models).value();
   }
-  DirectoryStoreOptions so;
-  so.dir = options.store;
+  StoreSpec so;  // a directory or a postgres:// URI
+  so.store = options.store;
   so.read_only_dirs = options.sessions;
   so.env = svc->env_;
-  COMPACTOR_ASSIGN_OR_RETURN(svc->store_, NewDirectoryStore(so));
+  COMPACTOR_ASSIGN_OR_RETURN(svc->store_, OpenStore(so));
   RecorderOptions ro;
   ro.store = svc->store_.get();
   ro.env = svc->env_;
@@ -322,6 +330,9 @@ void SessionService::Register(ServiceRouter& router) {
   router.Add("GET", s + "/{id}/context", bind(&SessionService::Context));
   router.Add("GET", s + "/{id}/tree", bind(&SessionService::Tree));
   router.Add("GET", s + "/{id}/plan", bind(&SessionService::Plan));
+  router.Add("GET", s + "/{id}/export", [this](const ServiceRequest& req, ServiceResponse& res) {
+    ExportSession(*store_, req.path_params.at("id"), res);
+  });
   router.Add("POST", s + "/{id}/compact", bind(&SessionService::Compact));
   router.Add("POST", s + "/{id}/entries", bind(&SessionService::Entries));
   router.Add("POST", s + "/{id}/branch", bind(&SessionService::Branch));

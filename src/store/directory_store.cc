@@ -168,6 +168,14 @@ class DirectoryStore final : public SessionStore {
     return Session::Open(slot.path, lo);
   }
 
+  Result<std::string> Export(std::string_view id) override {
+    COMPACTOR_ASSIGN_OR_RETURN(Slot slot, Find(id));
+    COMPACTOR_ASSIGN_OR_RETURN(std::string text, env_->ReadFile(slot.path));
+    const size_t end = text.rfind('\n');
+    text.resize(end == std::string::npos ? 0 : end + 1);  // without a torn last line
+    return text;
+  }
+
   Result<std::string> Create(std::string_view wanted, std::string_view cwd,
                              const std::vector<std::string>& lines) override {
     std::string id = wanted.empty() ? NewUuidV7(env_) : std::string(wanted);

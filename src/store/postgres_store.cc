@@ -387,10 +387,9 @@ class PostgresStore final : public SessionStore {
     return GetBytes(r->get(), 0, 0);
   }
 
- private:
   // The whole session as a pi session file, from one snapshot (a single
   // statement sees one consistent state of both tables).
-  Result<std::string> Export(std::string_view id) {
+  Result<std::string> Export(std::string_view id) override {
     COMPACTOR_ASSIGN_OR_RETURN(Pool::Lease lease, pool_.Acquire());
     auto r = Exec(lease.get(),
                   "SELECT s.header, e.line FROM compactor_sessions s "
@@ -409,6 +408,7 @@ class PostgresStore final : public SessionStore {
     return text;
   }
 
+ private:
   // A new session row with its lines, in one transaction.
   Status Insert(const std::string& id, const std::string& header,
                 const std::vector<std::string>& lines) {
