@@ -104,6 +104,11 @@ class SessionStore {
   // FindConversation: nullopt when the conversation is not known.
   virtual Status SetConversation(std::string_view conversation, std::string_view session_id) = 0;
   virtual std::optional<std::string> FindConversation(std::string_view conversation) = 0;
+  // Records `session_id` for `conversation` unless the index names a
+  // session for it already; returns the session the index names now. Atomic
+  // in both stores (many servers may race for a new conversation: one wins).
+  virtual Result<std::string> ClaimConversation(std::string_view conversation,
+                                                std::string_view session_id) = 0;
 
   // The summary cache of the proxy: summary texts by key (the hash of the
   // conversation items a summary replaced), so that a conversation the

@@ -289,6 +289,7 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
   COMPACTOR_ASSIGN_OR_RETURN(svc->store_, OpenStore(so));
   RecorderOptions ro;
   ro.store = svc->store_.get();
+  ro.shared_store = IsPostgresUri(options.store);  // other servers write it too
   ro.env = svc->env_;
   ro.on_error = [](const Status& s) {
     std::fprintf(stderr, "compactor: warning: recording: %s\n", s.message().c_str());

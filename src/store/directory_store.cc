@@ -72,6 +72,18 @@ class DirectoryStore final : public SessionStore {
     return s;
   }
 
+  Result<std::string> ClaimConversation(std::string_view conversation,
+                                        std::string_view session_id) override {
+    if (o_.dir.empty()) return Status::FailedPrecondition("the store has no writable directory");
+    std::lock_guard<std::mutex> lock(conv_mu_);
+    auto it = conversations_.find(std::string(conversation));
+    if (it != conversations_.end()) return it->second;
+    nlohmann::json line = {{"conversation", conversation}, {"session", session_id}};
+    COMPACTOR_RETURN_IF_ERROR(AppendIndexLine(ConversationsPath(), line));
+    conversations_[std::string(conversation)] = std::string(session_id);
+    return std::string(session_id);
+  }
+
   Status PutSummary(std::string_view key, std::string_view summary) override {
     if (o_.dir.empty()) return Status::FailedPrecondition("the store has no writable directory");
     nlohmann::json line = {{"key", key}, {"summary", summary}};

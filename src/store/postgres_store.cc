@@ -360,6 +360,28 @@ class PostgresStore final : public SessionStore {
                         {Bytes(conversation), Text(std::string(session_id))}));
   }
 
+  Result<std::string> ClaimConversation(std::string_view conversation,
+                                        std::string_view session_id) override {
+    {
+      COMPACTOR_ASSIGN_OR_RETURN(Pool::Lease lease, pool_.Acquire());
+      // One statement: the insert when absent, else the row that is there.
+      auto r = Exec(lease.get(),
+                    "WITH ins AS (INSERT INTO compactor_conversations (conversation, session_id) "
+                    "VALUES ($1, $2) ON CONFLICT (conversation) DO NOTHING RETURNING session_id) "
+                    "SELECT session_id::bytea FROM ins UNION ALL "
+                    "SELECT session_id::bytea FROM compactor_conversations WHERE conversation = $1 "
+                    "AND NOT EXISTS (SELECT 1 FROM ins)",
+                    {Bytes(conversation), Text(std::string(session_id))});
+      if (!r.ok()) return Named(r.status());
+      if (PQntuples(r->get()) == 1) return GetBytes(r->get(), 0, 0);
+    }
+    // A concurrent claim committed while this one waited on it: the
+    // statement's snapshot predates that row; a new statement sees it.
+    auto again = FindConversation(conversation);
+    if (!again) return Named(Status::IoError("the conversation claim found no row"));
+    return *again;
+  }
+
   std::optional<std::string> FindConversation(std::string_view conversation) override {
     auto lease = pool_.Acquire();
     if (!lease.ok()) return std::nullopt;

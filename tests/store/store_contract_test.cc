@@ -210,6 +210,26 @@ TEST_P(StoreContract, TheIndexAndTheSummaryCacheSurviveARestart) {
   EXPECT_EQ(again->FindSummary("k3"), std::nullopt);
 }
 
+// Many writers racing for one new conversation: one claim wins, every
+// writer learns the winner.
+TEST_P(StoreContract, OneClaimOfAConversationWins) {
+  constexpr int kThreads = 6;
+  std::vector<std::string> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      auto r = store_->ClaimConversation("conv-1", "session-" + std::to_string(t));
+      seen[t] = r.ok() ? *r : "error: " + r.status().ToString();
+    });
+  for (auto& th : threads) th.join();
+  for (const std::string& s : seen) EXPECT_EQ(s, seen[0]);
+  EXPECT_EQ(seen[0].rfind("session-", 0), 0u) << seen[0];
+  EXPECT_EQ(store_->FindConversation("conv-1"), seen[0]);
+  EXPECT_EQ(*store_->ClaimConversation("conv-1", "late"), seen[0]);
+  store_.reset();
+  EXPECT_EQ(Reopen()->FindConversation("conv-1"), seen[0]);
+}
+
 // Writers that read, compute and append with expected_entries (the
 // recorder's protocol) on many threads: every entry lands once, in a chain.
 TEST_P(StoreContract, ConcurrentCheckedAppendsLoseAndDuplicateNothing) {
