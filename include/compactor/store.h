@@ -54,6 +54,18 @@ struct StoreAppendOptions {
   std::optional<size_t> expected_entries;
 };
 
+// A claim on writing one summary (SessionStore::TryClaimSummary), held
+// until destroyed.
+class SummaryClaim {
+ public:
+  virtual ~SummaryClaim() = default;
+  SummaryClaim(const SummaryClaim&) = delete;
+  SummaryClaim& operator=(const SummaryClaim&) = delete;
+
+ protected:
+  SummaryClaim() = default;
+};
+
 class SessionStore {
  public:
   virtual ~SessionStore() = default;
@@ -119,6 +131,14 @@ class SessionStore {
   // kUnsupported, FindSummary finds nothing.
   virtual Status PutSummary(std::string_view key, std::string_view summary);
   virtual std::optional<std::string> FindSummary(std::string_view key);
+  // So that each prefix is summarized once by all the servers sharing the
+  // store: the right to write the summary of `key`, held while the claim
+  // lives. nullptr (not an error) when someone else holds it: wait for
+  // their PutSummary (FindSummary), bounded, then summarize anyway. The
+  // directory store claims within its process, the database with an
+  // advisory lock (released when the holder's connection ends, so a server
+  // that dies leaves no claim behind). The default claims always.
+  virtual Result<std::unique_ptr<SummaryClaim>> TryClaimSummary(std::string_view key);
 
  protected:
   SessionStore() = default;

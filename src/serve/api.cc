@@ -310,6 +310,7 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
       std::fprintf(stderr, "compactor: warning: summary cache: %s\n", s.message().c_str());
   };
   durable.find = [store](const std::string& key) { return store->FindSummary(key); };
+  durable.claim = [store](const std::string& key) { return store->TryClaimSummary(key); };
   server.set_durable_summaries(std::move(durable));
   Server* srv = &server;  // outlives the service's requests
   svc->upstream_url_ = [srv](const std::string& api) -> std::string {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -93,6 +94,14 @@ class DirectoryStore final : public SessionStore {
     Status s = AppendIndexLine(SummariesPath(), line);
     if (s.ok()) summaries_[std::string(key)] = std::string(summary);
     return s;
+  }
+
+  // In-process: a set of claimed keys (one process owns a directory store's
+  // writes; serve instances sharing one need the database).
+  Result<std::unique_ptr<SummaryClaim>> TryClaimSummary(std::string_view key) override {
+    std::lock_guard<std::mutex> lock(summary_mu_);
+    if (!claimed_.insert(std::string(key)).second) return std::unique_ptr<SummaryClaim>();
+    return std::unique_ptr<SummaryClaim>(std::make_unique<KeyClaim>(this, std::string(key)));
   }
 
   std::optional<std::string> FindSummary(std::string_view key) override {
@@ -256,6 +265,19 @@ class DirectoryStore final : public SessionStore {
   }
 
  private:
+  class KeyClaim final : public SummaryClaim {
+   public:
+    KeyClaim(DirectoryStore* store, std::string key) : store_(store), key_(std::move(key)) {}
+    ~KeyClaim() override {
+      std::lock_guard<std::mutex> lock(store_->summary_mu_);
+      store_->claimed_.erase(key_);
+    }
+
+   private:
+    DirectoryStore* store_;
+    std::string key_;
+  };
+
   struct Slot {
     std::string path;
     bool read_only = false;
@@ -411,9 +433,18 @@ class DirectoryStore final : public SessionStore {
   std::map<std::string, std::string> conversations_;  // guarded by conv_mu_
   std::mutex summary_mu_;
   std::map<std::string, std::string> summaries_;  // key -> text; guarded by summary_mu_
+  std::set<std::string> claimed_;                 // keys claimed; guarded by summary_mu_
 };
 
 }  // namespace
+
+namespace {
+class TrivialClaim final : public SummaryClaim {};
+}  // namespace
+
+Result<std::unique_ptr<SummaryClaim>> SessionStore::TryClaimSummary(std::string_view /*key*/) {
+  return std::unique_ptr<SummaryClaim>(std::make_unique<TrivialClaim>());
+}
 
 Status SessionStore::PutSummary(std::string_view /*key*/, std::string_view /*summary*/) {
   return Status::Unsupported("this session store has no summary cache");

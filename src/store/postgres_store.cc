@@ -244,6 +244,35 @@ RowInfo Merge(RowInfo row, const std::vector<std::string>& lines) {
   return row;
 }
 
+// FNV-1a, 64 bits: the advisory lock key of a summary key. Summary locks
+// share the lock space with the migration lock (one fixed key), a
+// collision only serializes two summaries.
+int64_t LockKey(std::string_view key) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : key) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return static_cast<int64_t>(h);
+}
+
+// Holds the session's advisory lock. Released explicitly (the unlock has
+// taken effect when it returns; a closed connection's locks go only when
+// its backend exits, a moment later), and by the close whatever happens.
+class LockClaim final : public SummaryClaim {
+ public:
+  LockClaim(PGconn* c, int64_t key) : c_(c), key_(key) {}
+  ~LockClaim() override {
+    const std::string sql = "SELECT pg_advisory_unlock(" + std::to_string(key_) + ")";
+    PQclear(PQexec(c_, sql.c_str()));
+    PQfinish(c_);
+  }
+
+ private:
+  PGconn* c_;
+  int64_t key_;
+};
+
 class PostgresStore final : public SessionStore {
  public:
   explicit PostgresStore(const PostgresStoreOptions& o)
@@ -398,6 +427,24 @@ class PostgresStore final : public SessionStore {
                         "INSERT INTO compactor_summaries (key, summary) VALUES ($1, $2) "
                         "ON CONFLICT (key) DO UPDATE SET summary = EXCLUDED.summary",
                         {Bytes(key), Bytes(summary)}));
+  }
+
+  // An advisory lock on the key's 64-bit hash, on a connection of its own
+  // (outside the pool: a summary takes seconds, the pool's connections are
+  // for short statements) held until the claim ends.
+  Result<std::unique_ptr<SummaryClaim>> TryClaimSummary(std::string_view key) override {
+    COMPACTOR_ASSIGN_OR_RETURN(PGconn * c, pool_.Connect());
+    const int64_t lock = LockKey(key);
+    auto r = Exec(c, "SELECT pg_try_advisory_lock($1::bigint)", {Int(lock)});
+    if (!r.ok()) {
+      PQfinish(c);
+      return Named(r.status());
+    }
+    if (!GetBool(r->get(), 0, 0)) {
+      PQfinish(c);
+      return std::unique_ptr<SummaryClaim>();
+    }
+    return std::unique_ptr<SummaryClaim>(std::make_unique<LockClaim>(c, lock));
   }
 
   std::optional<std::string> FindSummary(std::string_view key) override {

@@ -9,6 +9,7 @@
 #                              run CMD with COMPACTOR_TEST_PG_URI set, stop
 #                              whatever happens; CMD's exit code
 # Exit 77 when the PostgreSQL binaries are missing (apt-get install postgresql).
+# PG_FSYNC=on: sync commits like a production server (benchmarks); default off.
 set -euo pipefail
 
 bindir=${PG_BINDIR:-}
@@ -39,7 +40,7 @@ start() {
     --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
   # Bounded: pg_ctl waits at most 30 s for the server to accept connections.
   "${as_user[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-    -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c fsync=off \
+    -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c fsync=${PG_FSYNC:-off} -c synchronous_commit=${PG_FSYNC:-off} \
         -c max_connections=200 -c shared_buffers=32MB" start >/dev/null ||
     { cat "$dir/server.log" >&2; return 1; }
   uri_of "$dir"

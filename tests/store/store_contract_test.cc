@@ -230,6 +230,27 @@ TEST_P(StoreContract, OneClaimOfAConversationWins) {
   EXPECT_EQ(Reopen()->FindConversation("conv-1"), seen[0]);
 }
 
+// A summary claim is exclusive while it lives: within the process for the
+// directory store, across servers (another store object, its own
+// connections) for the database.
+TEST_P(StoreContract, ASummaryClaimIsExclusiveUntilReleased) {
+  std::unique_ptr<SessionStore> other = GetParam() == "postgres" ? Reopen() : nullptr;
+  SessionStore& second = other ? *other : *store_;
+  auto first = store_->TryClaimSummary("prefix-1");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_NE(*first, nullptr);
+  auto taken = second.TryClaimSummary("prefix-1");
+  ASSERT_TRUE(taken.ok());
+  EXPECT_EQ(*taken, nullptr);
+  auto unrelated = second.TryClaimSummary("prefix-2");
+  ASSERT_TRUE(unrelated.ok());
+  EXPECT_NE(*unrelated, nullptr);
+  first->reset();  // released
+  auto again = second.TryClaimSummary("prefix-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(*again, nullptr);
+}
+
 // Writers that read, compute and append with expected_entries (the
 // recorder's protocol) on many threads: every entry lands once, in a chain.
 TEST_P(StoreContract, ConcurrentCheckedAppendsLoseAndDuplicateNothing) {
