@@ -223,8 +223,9 @@ Status ConversationRecorder::Prepare(State& st, const ConversationRecord& r,
   const std::string old_leaf = st.path.empty() ? "" : st.path.back().id;
   const bool branched = k < st.MessageCount();
   // Everything it holds is recorded already: with other writers, a late
-  // older record (see RecorderOptions::shared_store).
-  if (o_.shared_store && branched && k == r.messages.size() && !r.compaction) return Status::Ok();
+  // older record (see RecorderOptions::shared_store); its compaction, if
+  // any, is older than the path's too.
+  if (o_.shared_store && branched && k == r.messages.size()) return Status::Ok();
   if (branched) st.KeepMessages(k);
   const size_t before = lines->size();
   auto add = [&](EntryType type, const std::string& body, State::PathEntry p) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compactor/context.h"
+#include "compactor/env.h"
 #include "compactor/session.h"
 #include "serve/compact_requests.h"
 #include "store/pg_test_server.h"
@@ -40,10 +41,25 @@ constexpr int kDrivers = 4;
 // Conversation `c`'s request after `turns` turns: the agent request of the
 // serve tests, its first prompt made the conversation's own (conversations
 // must not share prefixes, or they would share summaries).
+// Every text of `j` (message contents, text blocks, tool results) made
+// conversation `c`'s own.
+void MakeOwn(Json& j, const std::string& mark) {
+  if (j.is_object()) {
+    for (auto& [key, value] : j.items()) {
+      if ((key == "content" || key == "text") && value.is_string()) {
+        value = mark + value.get<std::string>();
+      } else {
+        MakeOwn(value, mark);
+      }
+    }
+  } else if (j.is_array()) {
+    for (Json& v : j) MakeOwn(v, mark);
+  }
+}
+
 std::string RequestOf(int c, int turns) {
   Json r = AnthropicRequest(turns, kWords);
-  r["messages"][0]["content"] = "conversation " + std::to_string(c) + ": " +
-                                r["messages"][0]["content"].get<std::string>();
+  MakeOwn(r["messages"], "c" + std::to_string(c) + " ");
   return r.dump();
 }
 
@@ -118,6 +134,8 @@ TEST(ScaleOutDatabase, TwoServersOneStoreLoseAndRepeatNothing) {
         break;
       }
       EXPECT_EQ(res->Header("content-type"), "application/x-ndjson");
+      if (const char* dump = std::getenv("SCALE_OUT_DUMP"))
+        (void)Env::Default()->ReplaceFile(std::string(dump) + "/c" + std::to_string(c) + ".jsonl", res->body);
       auto s = Session::FromString(res->body, session_of[c]);
       ASSERT_TRUE(s.ok()) << s.status().ToString();
       size_t messages = 0;
