@@ -1,7 +1,8 @@
 // Scale-out: two `compactor serve` processes in front of one fake upstream,
 // both recording into one PostgreSQL store (a real throwaway server: ctest
 // ScaleOutDatabase). A bounded load generator drives many conversations
-// through both, alternating server every turn, with a context window small
+// through both, alternating server every turn (every third turn sent to
+// both at once, a hedged retry), with a context window small
 // enough that the proxy compacts. Then: one session per conversation, no
 // message recorded twice or lost, no branch, each summarized prefix asked
 // of the upstream once, every session exported builds the context its
@@ -13,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -104,8 +106,20 @@ TEST(ScaleOutDatabase, TwoServersOneStoreLoseAndRepeatNothing) {
     drivers.emplace_back([&, d] {
       for (int t = kFirstTurn; t <= kLastTurn; ++t) {
         for (int c = d; c < kConversations; c += kDrivers) {
-          auto res = Fetch(servers[t % 2].port(), "POST", "/v1/messages", Headers(c),
-                           RequestOf(c, t));
+          // Every third turn goes to both at once (a client's hedged retry):
+          // both servers want the same summary at the same moment.
+          const std::string body = RequestOf(c, t);
+          std::optional<RawResponse> hedge;
+          std::thread other;
+          if (t % 3 == 0)
+            other = std::thread([&] {
+              hedge = Fetch(servers[(t + 1) % 2].port(), "POST", "/v1/messages", Headers(c), body);
+            });
+          auto res = Fetch(servers[t % 2].port(), "POST", "/v1/messages", Headers(c), body);
+          if (other.joinable()) {
+            other.join();
+            if (!hedge || hedge->status != 200) ++failures;
+          }
           if (!res || res->status != 200) {
             ++failures;
             continue;
