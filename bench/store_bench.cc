@@ -146,7 +146,8 @@ int Main(int argc, char** argv) {
       return 1;
     }
     const std::string name = IsPostgresUri(spec) ? "postgres" : "directory";
-    for (int clients : {1, 16, 64}) rows.push_back(RunCell(**store, name, clients, seconds, *sample_id));
+    for (int clients : {1, 16, 64})
+      rows.push_back(RunCell(**store, name, clients, seconds, *sample_id));
   }
   std::printf(
       "| store | clients | appends/s | append p50 ms | append p99 ms | contexts/s | context p50 ms "

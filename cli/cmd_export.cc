@@ -49,7 +49,8 @@ int Run(const ExportArgs& a) {
     report["id"] = a.id;
     report["entries"] = static_cast<size_t>(std::count(text->begin(), text->end(), '\n')) - 1;
     report["bytes"] = text->size();
-    report["path"] = a.out.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(a.out);
+    report["path"] =
+        a.out.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(a.out);
     Print(report.dump() + "\n");
   } else if (a.out.empty()) {
     Print(*text);
@@ -64,7 +65,8 @@ int Run(const ExportArgs& a) {
 void RegisterExport(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "Write one stored session (a directory or a postgres:// store) as a pi session file");
+      "export",
+      "Write one stored session (a directory or a postgres:// store) as a pi session file");
   cmd->add_option("--store", args->store,
                   "the store: a directory of session files (default "
                   "~/.local/share/compactor/sessions) or a postgres://... URI (docs/store.md)");

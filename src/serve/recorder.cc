@@ -397,8 +397,7 @@ Status ConversationRecorder::Create(const std::string& conversation, State& stat
   if (!id.ok()) return id.status();  // taken by another server meanwhile: kFailedPrecondition
   state.created = true;
   state.entries = lines.size();
-  return o_.shared_store ? Status::Ok()
-                         : o_.store->SetConversation(conversation, state.session_id);
+  return o_.shared_store ? Status::Ok() : o_.store->SetConversation(conversation, state.session_id);
 }
 
 // --- the hook -------------------------------------------------------------------

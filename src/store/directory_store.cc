@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <utility>
 
 #include "compactor/entries.h"
@@ -200,7 +200,8 @@ class DirectoryStore final : public SessionStore {
   Result<std::string> Create(std::string_view wanted, std::string_view cwd,
                              const std::vector<std::string>& lines) override {
     std::string id = wanted.empty() ? NewUuidV7(env_) : std::string(wanted);
-    if (!store_internal::SafeSessionId(id)) return Status::InvalidArgument("the session id cannot name a file: " + id);
+    if (!store_internal::SafeSessionId(id))
+      return Status::InvalidArgument("the session id cannot name a file: " + id);
     if (!wanted.empty() && Find(id).ok())
       return Status::FailedPrecondition("session " + id + " exists");
     std::string ts = NowIsoTimestamp(env_);
@@ -214,7 +215,8 @@ class DirectoryStore final : public SessionStore {
     auto s = Session::FromString(std::string(jsonl), "the imported session");
     if (!s.ok()) return Status::InvalidArgument(s.status().message());
     std::string id = (*s)->header().id;
-    if (!store_internal::SafeSessionId(id)) return Status::InvalidArgument("the session id cannot name a file: " + id);
+    if (!store_internal::SafeSessionId(id))
+      return Status::InvalidArgument("the session id cannot name a file: " + id);
     if (Find(id).ok()) return Status::FailedPrecondition("session " + id + " exists");
     std::string text(jsonl);
     if (!text.empty() && text.back() != '\n') text += '\n';

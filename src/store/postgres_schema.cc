@@ -69,12 +69,11 @@ Status Step(PGconn* c, bool* done) {
   COMPACTOR_RETURN_IF_ERROR(Run(c, "BEGIN"));
   Status s = [&]() -> Status {
     COMPACTOR_RETURN_IF_ERROR(Run(c, kMigrationLock));
-    COMPACTOR_RETURN_IF_ERROR(
-        Run(c,
-            "CREATE TABLE IF NOT EXISTS compactor_schema ("
-            "  version integer PRIMARY KEY,"
-            "  description text NOT NULL,"
-            "  applied_at timestamptz NOT NULL DEFAULT now())"));
+    COMPACTOR_RETURN_IF_ERROR(Run(c,
+                                  "CREATE TABLE IF NOT EXISTS compactor_schema ("
+                                  "  version integer PRIMARY KEY,"
+                                  "  description text NOT NULL,"
+                                  "  applied_at timestamptz NOT NULL DEFAULT now())"));
     COMPACTOR_ASSIGN_OR_RETURN(int version, Recorded(c));
     if (version > KnownVersion())
       return Status::FailedPrecondition(
@@ -104,7 +103,8 @@ int KnownVersion() { return static_cast<int>(std::size(kMigrations)); }
 
 Status Migrate(PGconn* c) {
   bool done = false;
-  for (int step = 0; !done && step <= KnownVersion(); ++step) COMPACTOR_RETURN_IF_ERROR(Step(c, &done));
+  for (int step = 0; !done && step <= KnownVersion(); ++step)
+    COMPACTOR_RETURN_IF_ERROR(Step(c, &done));
   return done ? Status::Ok() : Status::IoError("schema migration did not converge");
 }
 

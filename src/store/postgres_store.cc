@@ -142,8 +142,8 @@ class Pool {
     bool healthy = PQstatus(c) == CONNECTION_OK;
     if (healthy && PQtransactionStatus(c) != PQTRANS_IDLE) {
       PgResult r(PQexec(c, "ROLLBACK"), &PQclear);
-      healthy = PQresultStatus(r.get()) == PGRES_COMMAND_OK &&
-                PQtransactionStatus(c) == PQTRANS_IDLE;
+      healthy =
+          PQresultStatus(r.get()) == PGRES_COMMAND_OK && PQtransactionStatus(c) == PQTRANS_IDLE;
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (healthy) {
@@ -344,8 +344,7 @@ class PostgresStore final : public SessionStore {
     PGconn* c = lease.get();
     COMPACTOR_RETURN_IF_ERROR(Named(ExecOk(c, "BEGIN")));
     COMPACTOR_ASSIGN_OR_RETURN(RowInfo row, LockRow(c, id));
-    if (options.expected_entries &&
-        static_cast<int64_t>(*options.expected_entries) != row.entries)
+    if (options.expected_entries && static_cast<int64_t>(*options.expected_entries) != row.entries)
       return Changed(id, *options.expected_entries, row.entries);
     COMPACTOR_RETURN_IF_ERROR(InsertLines(c, id, row.entries, lines));
     COMPACTOR_RETURN_IF_ERROR(UpdateRow(c, id, Merge(std::move(row), lines)));
@@ -368,10 +367,11 @@ class PostgresStore final : public SessionStore {
     COMPACTOR_ASSIGN_OR_RETURN(RowInfo row, LockRow(c, id));
     if (expected_entries && static_cast<int64_t>(*expected_entries) != row.entries)
       return Changed(id, *expected_entries, row.entries);
-    COMPACTOR_RETURN_IF_ERROR(Named(ExecOk(
-        c, "DELETE FROM compactor_entries WHERE session_id = $1", {Text(std::string(id))})));
-    COMPACTOR_RETURN_IF_ERROR(Named(ExecOk(c, "UPDATE compactor_sessions SET header = $2 WHERE id = $1",
-                                           {Text(std::string(id)), Bytes(split.header)})));
+    COMPACTOR_RETURN_IF_ERROR(Named(
+        ExecOk(c, "DELETE FROM compactor_entries WHERE session_id = $1", {Text(std::string(id))})));
+    COMPACTOR_RETURN_IF_ERROR(
+        Named(ExecOk(c, "UPDATE compactor_sessions SET header = $2 WHERE id = $1",
+                     {Text(std::string(id)), Bytes(split.header)})));
     COMPACTOR_RETURN_IF_ERROR(InsertLines(c, id, 0, split.lines));
     RowInfo fresh;
     fresh.size_bytes = static_cast<int64_t>(split.header.size() + 1);
@@ -450,8 +450,8 @@ class PostgresStore final : public SessionStore {
   std::optional<std::string> FindSummary(std::string_view key) override {
     auto lease = pool_.Acquire();
     if (!lease.ok()) return std::nullopt;
-    auto r = Exec(lease->get(), "SELECT summary FROM compactor_summaries WHERE key = $1",
-                  {Bytes(key)});
+    auto r =
+        Exec(lease->get(), "SELECT summary FROM compactor_summaries WHERE key = $1", {Bytes(key)});
     if (!r.ok() || PQntuples(r->get()) == 0) return std::nullopt;
     return GetBytes(r->get(), 0, 0);
   }
@@ -485,11 +485,11 @@ class PostgresStore final : public SessionStore {
     PGconn* c = lease.get();
     COMPACTOR_RETURN_IF_ERROR(Named(ExecOk(c, "BEGIN")));
     const int64_t now_ms = env_->NowMs();
-    auto r = Exec(c,
-                  "INSERT INTO compactor_sessions (id, header, size_bytes, last_activity_ms, "
-                  "created_ms) VALUES ($1, $2, $3, $4, $4) ON CONFLICT (id) DO NOTHING",
-                  {Text(id), Bytes(header), Int(static_cast<int64_t>(header.size() + 1)),
-                   Int(now_ms)});
+    auto r =
+        Exec(c,
+             "INSERT INTO compactor_sessions (id, header, size_bytes, last_activity_ms, "
+             "created_ms) VALUES ($1, $2, $3, $4, $4) ON CONFLICT (id) DO NOTHING",
+             {Text(id), Bytes(header), Int(static_cast<int64_t>(header.size() + 1)), Int(now_ms)});
     if (!r.ok()) return Named(r.status());
     if (std::string_view(PQcmdTuples(r->get())) != "1")
       return Status::FailedPrecondition("session " + id + " exists");
@@ -540,13 +540,13 @@ class PostgresStore final : public SessionStore {
   }
 
   Status UpdateRow(PGconn* c, std::string_view id, const RowInfo& row) {
-    return Named(ExecOk(c,
-                        "UPDATE compactor_sessions SET entries = $2::bigint, size_bytes = "
-                        "$3::bigint, title = $4, named = $5::boolean, last_activity_ms = "
-                        "$6::bigint WHERE id = $1",
-                        {Text(std::string(id)), Int(row.entries), Int(row.size_bytes),
-                         Bytes(row.title), Text(row.named ? "true" : "false"),
-                         Int(row.last_activity_ms)}));
+    return Named(
+        ExecOk(c,
+               "UPDATE compactor_sessions SET entries = $2::bigint, size_bytes = "
+               "$3::bigint, title = $4, named = $5::boolean, last_activity_ms = "
+               "$6::bigint WHERE id = $1",
+               {Text(std::string(id)), Int(row.entries), Int(row.size_bytes), Bytes(row.title),
+                Text(row.named ? "true" : "false"), Int(row.last_activity_ms)}));
   }
 
   StoredSessionInfo InfoOfRow(const PGresult* r, int i) const {
@@ -563,7 +563,9 @@ class PostgresStore final : public SessionStore {
 
   // Where a session lives, as the list shows it: the URI (no password) and
   // the id as its fragment.
-  std::string PathOf(std::string_view id) const { return pool_.shown_uri() + "#" + std::string(id); }
+  std::string PathOf(std::string_view id) const {
+    return pool_.shown_uri() + "#" + std::string(id);
+  }
 
   // `s` with the shown URI in front (never the password).
   Status Named(const Status& s) const {

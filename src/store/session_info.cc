@@ -101,7 +101,6 @@ void FillFromBytes(std::string_view bytes, StoredSessionInfo* info) {
   }
 }
 
-
 std::string StringMemberOfLine(std::string_view line, const char* key) {
   return StringMember(ParseLine(line), key);
 }
@@ -109,8 +108,8 @@ std::string StringMemberOfLine(std::string_view line, const char* key) {
 bool SafeSessionId(std::string_view id) {
   if (id.empty() || id.size() > 128 || id.front() == '.') return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
   });
 }
 

@@ -149,7 +149,8 @@ TEST(ScaleOutDatabase, TwoServersOneStoreLoseAndRepeatNothing) {
       }
       EXPECT_EQ(res->Header("content-type"), "application/x-ndjson");
       if (const char* dump = std::getenv("SCALE_OUT_DUMP"))
-        (void)Env::Default()->ReplaceFile(std::string(dump) + "/c" + std::to_string(c) + ".jsonl", res->body);
+        (void)Env::Default()->ReplaceFile(std::string(dump) + "/c" + std::to_string(c) + ".jsonl",
+                                          res->body);
       auto s = Session::FromString(res->body, session_of[c]);
       ASSERT_TRUE(s.ok()) << s.status().ToString();
       size_t messages = 0;
@@ -188,8 +189,7 @@ TEST(ScaleOutDatabase, TwoServersOneStoreLoseAndRepeatNothing) {
     const std::string last(ctx->messages.back().json());
     EXPECT_NE(last.find(Filler(kLastTurn - 1 + 1000, kWords)), std::string::npos) << c;
     bool has_compaction = false;
-    for (size_t i : ctx->path)
-      has_compaction |= s->entry(i).type == EntryType::kCompaction;
+    for (size_t i : ctx->path) has_compaction |= s->entry(i).type == EntryType::kCompaction;
     if (has_compaction) {
       ++compacted;
       EXPECT_LT(ctx->messages.size(), expected_messages) << c;

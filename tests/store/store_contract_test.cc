@@ -364,9 +364,10 @@ TEST_F(StoreDatabase, MigrationsRunOnceEvenForConcurrentOpeners) {
             std::to_string(postgres_schema::KnownVersion()));
   EXPECT_EQ(PgQuery(uri_, "SELECT max(version) FROM compactor_schema"),
             std::to_string(postgres_schema::KnownVersion()));
-  EXPECT_EQ(PgQuery(uri_, "SELECT count(*) FROM information_schema.tables WHERE table_name IN "
-                          "('compactor_sessions','compactor_entries','compactor_conversations',"
-                          "'compactor_summaries')"),
+  EXPECT_EQ(PgQuery(uri_,
+                    "SELECT count(*) FROM information_schema.tables WHERE table_name IN "
+                    "('compactor_sessions','compactor_entries','compactor_conversations',"
+                    "'compactor_summaries')"),
             "4");
 }
 
@@ -387,7 +388,8 @@ TEST_F(StoreDatabase, ASchemaNewerThanTheBinaryIsRefused) {
 
 TEST_F(StoreDatabase, AFailedMigrationLeavesNothingBehind) {
   // A table in the way of migration 1: its CREATE fails, the transaction
-  // rolls back (the version table with it), no version is recorded; once it is gone the open succeeds.
+  // rolls back (the version table with it), no version is recorded; once it is gone the open
+  // succeeds.
   bool ok = false;
   PgQuery(uri_, "CREATE TABLE compactor_entries (x int)", &ok);
   ASSERT_TRUE(ok);
@@ -429,7 +431,8 @@ TEST_F(StoreDatabase, APoolOfTwoServesManyThreads) {
   for (int t = 0; t < 16; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) {
-        if (!(*store)->Append("p", {Custom("x" + std::to_string(t) + "-" + std::to_string(i), "")})
+        if (!(*store)
+                 ->Append("p", {Custom("x" + std::to_string(t) + "-" + std::to_string(i), "")})
                  .ok())
           ++failures;
         if (t == 0 && i % 3 == 0) {
