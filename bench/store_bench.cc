@@ -20,7 +20,7 @@
 
 #include "compactor/context.h"
 #include "compactor/store.h"
-#include "store/pg_test_server.h"
+#include "support/pg_test_server.h"
 #include "support/test_util.h"
 
 namespace compactor {

@@ -46,7 +46,7 @@ compactor_module(NAME session
 compactor_module(NAME store
   HEADERS store.h
   USES status env util session
-  DEPENDS nlohmann_json::nlohmann_json PkgConfig::LIBPQ)
+  DEPENDS nlohmann_json::nlohmann_json ${CMAKE_DL_LIBS})
 compactor_module(NAME context
   HEADERS context.h
   USES status session util

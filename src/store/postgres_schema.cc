@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "store/libpq.h"
+
 namespace compactor::postgres_schema {
 namespace {
 
@@ -42,25 +44,26 @@ constexpr Migration kMigrations[] = {
 // The advisory lock key of migrations: "compactr" as a 64-bit number.
 constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7165064483209884274)";
 
-using PgResult = std::unique_ptr<PGresult, decltype(&PQclear)>;
+using PgResult = std::unique_ptr<PGresult, pq::ResultDeleter>;
 
 Status Run(PGconn* c, const char* sql) {
-  PgResult r(PQexec(c, sql), &PQclear);
-  ExecStatusType st = PQresultStatus(r.get());
+  PgResult r(pq::Get().exec(c, sql));
+  ExecStatusType st = pq::Get().resultStatus(r.get());
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return Status::Ok();
-  std::string why = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(c);
+  std::string why = r ? pq::Get().resultErrorMessage(r.get()) : pq::Get().errorMessage(c);
   while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-  if (PQstatus(c) != CONNECTION_OK)
+  if (pq::Get().status(c) != CONNECTION_OK)
     return Status::Unavailable("the database connection was lost: " + why);
   return Status::IoError("schema migration: " + why);
 }
 
 // The newest version recorded, in the open transaction.
 Result<int> Recorded(PGconn* c) {
-  PgResult r(PQexec(c, "SELECT coalesce(max(version), 0) FROM compactor_schema"), &PQclear);
-  if (PQresultStatus(r.get()) != PGRES_TUPLES_OK || PQntuples(r.get()) != 1)
-    return Status::IoError(std::string("schema migration: ") + PQresultErrorMessage(r.get()));
-  return std::stoi(PQgetvalue(r.get(), 0, 0));
+  PgResult r(pq::Get().exec(c, "SELECT coalesce(max(version), 0) FROM compactor_schema"));
+  if (pq::Get().resultStatus(r.get()) != PGRES_TUPLES_OK || pq::Get().ntuples(r.get()) != 1)
+    return Status::IoError(std::string("schema migration: ") +
+                           pq::Get().resultErrorMessage(r.get()));
+  return std::stoi(pq::Get().getvalue(r.get(), 0, 0));
 }
 
 // One step: the next migration if one is due, in a transaction. Sets
@@ -91,7 +94,7 @@ Status Step(PGconn* c, bool* done) {
     return Run(c, record.c_str());
   }();
   if (!s.ok()) {
-    PgResult r(PQexec(c, "ROLLBACK"), &PQclear);
+    PgResult r(pq::Get().exec(c, "ROLLBACK"));
     return s;
   }
   return Run(c, "COMMIT");

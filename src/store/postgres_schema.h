@@ -3,7 +3,7 @@
 #ifndef COMPACTOR_SRC_STORE_POSTGRES_SCHEMA_H_
 #define COMPACTOR_SRC_STORE_POSTGRES_SCHEMA_H_
 
-#include <libpq-fe.h>
+#include <libpq-fe.h>  // PGconn (the library is opened at run time: store/libpq.h)
 
 #include "compactor/status.h"
 

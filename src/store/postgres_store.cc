@@ -8,8 +8,6 @@
 // Byte columns are bytea and every result is read in binary: session lines
 // may hold any bytes (a client's invalid UTF-8 included) and come back as
 // they were given.
-#include <libpq-fe.h>
-
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -20,13 +18,14 @@
 #include "compactor/entries.h"
 #include "compactor/store.h"
 #include "compactor/writer.h"
+#include "store/libpq.h"
 #include "store/postgres_schema.h"
 #include "store/session_info.h"
 
 namespace compactor {
 namespace {
 
-using PgResult = std::unique_ptr<PGresult, decltype(&PQclear)>;
+using PgResult = std::unique_ptr<PGresult, pq::ResultDeleter>;
 
 // A statement parameter: text (ints, ids) or binary (bytea contents).
 struct Param {
@@ -39,17 +38,18 @@ Param Int(int64_t v) { return Param{std::to_string(v), false}; }
 
 // Binary results: int8 is 8 bytes big-endian, bool one byte.
 int64_t GetInt64(const PGresult* r, int row, int col) {
-  const auto* p = reinterpret_cast<const unsigned char*>(PQgetvalue(r, row, col));
-  if (PQgetlength(r, row, col) != 8) return 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(pq::Get().getvalue(r, row, col));
+  if (pq::Get().getlength(r, row, col) != 8) return 0;
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
   return static_cast<int64_t>(v);
 }
 bool GetBool(const PGresult* r, int row, int col) {
-  return PQgetlength(r, row, col) == 1 && PQgetvalue(r, row, col)[0] != 0;
+  return pq::Get().getlength(r, row, col) == 1 && pq::Get().getvalue(r, row, col)[0] != 0;
 }
 std::string GetBytes(const PGresult* r, int row, int col) {
-  return std::string(PQgetvalue(r, row, col), static_cast<size_t>(PQgetlength(r, row, col)));
+  return std::string(pq::Get().getvalue(r, row, col),
+                     static_cast<size_t>(pq::Get().getlength(r, row, col)));
 }
 
 std::string OneLineError(const char* text) {
@@ -67,7 +67,7 @@ class Pool {
  public:
   explicit Pool(const PostgresStoreOptions& o) : o_(o), shown_uri_(RedactUri(o.uri)) {}
   ~Pool() {
-    for (PGconn* c : idle_) PQfinish(c);
+    for (PGconn* c : idle_) pq::Get().finish(c);
   }
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -124,32 +124,32 @@ class Pool {
     // connect_timeout first: a value in the URI (expanded from dbname) wins.
     const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
     const char* values[] = {timeout.c_str(), "compactor", o_.uri.c_str(), nullptr};
-    PGconn* c = PQconnectdbParams(keys, values, 1);
+    PGconn* c = pq::Get().connectdbParams(keys, values, 1);
     if (c == nullptr) return Status::Unavailable(shown_uri_ + ": out of memory for a connection");
-    if (PQstatus(c) != CONNECTION_OK) {
-      std::string why = OneLineError(PQerrorMessage(c));
-      PQfinish(c);
+    if (pq::Get().status(c) != CONNECTION_OK) {
+      std::string why = OneLineError(pq::Get().errorMessage(c));
+      pq::Get().finish(c);
       return Status::Unavailable(shown_uri_ + ": cannot connect: " + why);
     }
     // Quiet NOTICEs (CREATE ... IF NOT EXISTS) instead of lines on stderr.
-    PQsetNoticeProcessor(
+    pq::Get().setNoticeProcessor(
         c, [](void*, const char*) {}, nullptr);
     return c;
   }
 
  private:
   void Release(PGconn* c) {
-    bool healthy = PQstatus(c) == CONNECTION_OK;
-    if (healthy && PQtransactionStatus(c) != PQTRANS_IDLE) {
-      PgResult r(PQexec(c, "ROLLBACK"), &PQclear);
-      healthy =
-          PQresultStatus(r.get()) == PGRES_COMMAND_OK && PQtransactionStatus(c) == PQTRANS_IDLE;
+    bool healthy = pq::Get().status(c) == CONNECTION_OK;
+    if (healthy && pq::Get().transactionStatus(c) != PQTRANS_IDLE) {
+      PgResult r(pq::Get().exec(c, "ROLLBACK"));
+      healthy = pq::Get().resultStatus(r.get()) == PGRES_COMMAND_OK &&
+                pq::Get().transactionStatus(c) == PQTRANS_IDLE;
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (healthy) {
       idle_.push_back(c);
     } else {
-      PQfinish(c);
+      pq::Get().finish(c);
       --open_;
     }
     cv_.notify_one();
@@ -174,14 +174,14 @@ Result<PgResult> Exec(PGconn* c, const char* sql, const std::vector<Param>& para
     lengths.push_back(static_cast<int>(p.value.size()));
     formats.push_back(p.binary ? 1 : 0);
   }
-  PgResult r(PQexecParams(c, sql, static_cast<int>(params.size()), nullptr, values.data(),
-                          lengths.data(), formats.data(), 1),
-             &PQclear);
-  ExecStatusType st = PQresultStatus(r.get());
+  PgResult r(pq::Get().execParams(c, sql, static_cast<int>(params.size()), nullptr, values.data(),
+                                  lengths.data(), formats.data(), 1));
+  ExecStatusType st = pq::Get().resultStatus(r.get());
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
-  std::string why = OneLineError(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(c));
-  if (why.empty()) why = OneLineError(PQerrorMessage(c));
-  if (PQstatus(c) != CONNECTION_OK)
+  std::string why =
+      OneLineError(r ? pq::Get().resultErrorMessage(r.get()) : pq::Get().errorMessage(c));
+  if (why.empty()) why = OneLineError(pq::Get().errorMessage(c));
+  if (pq::Get().status(c) != CONNECTION_OK)
     return Status::Unavailable("the database connection was lost: " + why);
   return Status::IoError("database: " + why);
 }
@@ -264,8 +264,8 @@ class LockClaim final : public SummaryClaim {
   LockClaim(PGconn* c, int64_t key) : c_(c), key_(key) {}
   ~LockClaim() override {
     const std::string sql = "SELECT pg_advisory_unlock(" + std::to_string(key_) + ")";
-    PQclear(PQexec(c_, sql.c_str()));
-    PQfinish(c_);
+    pq::Get().clear(pq::Get().exec(c_, sql.c_str()));
+    pq::Get().finish(c_);
   }
 
  private:
@@ -290,7 +290,7 @@ class PostgresStore final : public SessionStore {
                   "FROM compactor_sessions ORDER BY last_activity_ms DESC, id");
     if (!r.ok()) return Named(r.status());
     std::vector<StoredSessionInfo> out;
-    for (int i = 0; i < PQntuples(r->get()); ++i) out.push_back(InfoOfRow(r->get(), i));
+    for (int i = 0; i < pq::Get().ntuples(r->get()); ++i) out.push_back(InfoOfRow(r->get(), i));
     return out;
   }
 
@@ -301,7 +301,7 @@ class PostgresStore final : public SessionStore {
                   "FROM compactor_sessions WHERE id = $1",
                   {Text(std::string(id))});
     if (!r.ok()) return Named(r.status());
-    if (PQntuples(r->get()) == 0) return NotFound(id);
+    if (pq::Get().ntuples(r->get()) == 0) return NotFound(id);
     return InfoOfRow(r->get(), 0);
   }
 
@@ -402,7 +402,7 @@ class PostgresStore final : public SessionStore {
                     "AND NOT EXISTS (SELECT 1 FROM ins)",
                     {Bytes(conversation), Text(std::string(session_id))});
       if (!r.ok()) return Named(r.status());
-      if (PQntuples(r->get()) == 1) return GetBytes(r->get(), 0, 0);
+      if (pq::Get().ntuples(r->get()) == 1) return GetBytes(r->get(), 0, 0);
     }
     // A concurrent claim committed while this one waited on it: the
     // statement's snapshot predates that row; a new statement sees it.
@@ -417,7 +417,7 @@ class PostgresStore final : public SessionStore {
     auto r = Exec(lease->get(),
                   "SELECT session_id::bytea FROM compactor_conversations WHERE conversation = $1",
                   {Bytes(conversation)});
-    if (!r.ok() || PQntuples(r->get()) == 0) return std::nullopt;
+    if (!r.ok() || pq::Get().ntuples(r->get()) == 0) return std::nullopt;
     return GetBytes(r->get(), 0, 0);
   }
 
@@ -437,11 +437,11 @@ class PostgresStore final : public SessionStore {
     const int64_t lock = LockKey(key);
     auto r = Exec(c, "SELECT pg_try_advisory_lock($1::bigint)", {Int(lock)});
     if (!r.ok()) {
-      PQfinish(c);
+      pq::Get().finish(c);
       return Named(r.status());
     }
     if (!GetBool(r->get(), 0, 0)) {
-      PQfinish(c);
+      pq::Get().finish(c);
       return std::unique_ptr<SummaryClaim>();
     }
     return std::unique_ptr<SummaryClaim>(std::make_unique<LockClaim>(c, lock));
@@ -452,7 +452,7 @@ class PostgresStore final : public SessionStore {
     if (!lease.ok()) return std::nullopt;
     auto r =
         Exec(lease->get(), "SELECT summary FROM compactor_summaries WHERE key = $1", {Bytes(key)});
-    if (!r.ok() || PQntuples(r->get()) == 0) return std::nullopt;
+    if (!r.ok() || pq::Get().ntuples(r->get()) == 0) return std::nullopt;
     return GetBytes(r->get(), 0, 0);
   }
 
@@ -466,12 +466,13 @@ class PostgresStore final : public SessionStore {
                   "WHERE s.id = $1 ORDER BY e.seq",
                   {Text(std::string(id))});
     if (!r.ok()) return Named(r.status());
-    const int n = PQntuples(r->get());
+    const int n = pq::Get().ntuples(r->get());
     if (n == 0) return NotFound(id);
     std::string text = GetBytes(r->get(), 0, 0) + "\n";
     for (int i = 0; i < n; ++i) {
-      if (PQgetisnull(r->get(), i, 1)) continue;  // no entries: the header alone
-      text.append(PQgetvalue(r->get(), i, 1), static_cast<size_t>(PQgetlength(r->get(), i, 1)));
+      if (pq::Get().getisnull(r->get(), i, 1)) continue;  // no entries: the header alone
+      text.append(pq::Get().getvalue(r->get(), i, 1),
+                  static_cast<size_t>(pq::Get().getlength(r->get(), i, 1)));
       text += '\n';
     }
     return text;
@@ -491,7 +492,7 @@ class PostgresStore final : public SessionStore {
              "created_ms) VALUES ($1, $2, $3, $4, $4) ON CONFLICT (id) DO NOTHING",
              {Text(id), Bytes(header), Int(static_cast<int64_t>(header.size() + 1)), Int(now_ms)});
     if (!r.ok()) return Named(r.status());
-    if (std::string_view(PQcmdTuples(r->get())) != "1")
+    if (std::string_view(pq::Get().cmdTuples(r->get())) != "1")
       return Status::FailedPrecondition("session " + id + " exists");
     COMPACTOR_RETURN_IF_ERROR(InsertLines(c, id, 0, lines));
     RowInfo row;
@@ -508,7 +509,7 @@ class PostgresStore final : public SessionStore {
                   "FROM compactor_sessions WHERE id = $1 FOR UPDATE",
                   {Text(std::string(id))});
     if (!r.ok()) return Named(r.status());
-    if (PQntuples(r->get()) == 0) return NotFound(id);
+    if (pq::Get().ntuples(r->get()) == 0) return NotFound(id);
     RowInfo row;
     row.entries = GetInt64(r->get(), 0, 0);
     row.size_bytes = GetInt64(r->get(), 0, 1);
@@ -551,7 +552,8 @@ class PostgresStore final : public SessionStore {
 
   StoredSessionInfo InfoOfRow(const PGresult* r, int i) const {
     StoredSessionInfo info;
-    info.id = std::string(PQgetvalue(r, i, 0), static_cast<size_t>(PQgetlength(r, i, 0)));
+    info.id =
+        std::string(pq::Get().getvalue(r, i, 0), static_cast<size_t>(pq::Get().getlength(r, i, 0)));
     info.path = PathOf(info.id);
     info.size_bytes = static_cast<uint64_t>(GetInt64(r, i, 1));
     info.entries = static_cast<size_t>(GetInt64(r, i, 2));
@@ -621,6 +623,7 @@ Result<std::unique_ptr<SessionStore>> NewPostgresStore(const PostgresStoreOption
   if (!IsPostgresUri(options.uri))
     return Status::InvalidArgument("not a PostgreSQL URI (postgres://...): " +
                                    RedactUri(options.uri));
+  COMPACTOR_RETURN_IF_ERROR(pq::Load());
   auto store = std::make_unique<PostgresStore>(options);
   COMPACTOR_RETURN_IF_ERROR(store->Open());
   return std::unique_ptr<SessionStore>(std::move(store));

@@ -24,9 +24,9 @@
 #include "compactor/env.h"
 #include "compactor/session.h"
 #include "serve/compact_requests.h"
-#include "store/pg_test_server.h"
 #include "support/fake_upstream.h"
 #include "support/http_client.h"
+#include "support/pg_test_server.h"
 #include "support/test_util.h"
 
 namespace compactor::testing {

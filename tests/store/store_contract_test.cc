@@ -16,8 +16,8 @@
 
 #include "compactor/context.h"
 #include "compactor/store.h"
-#include "store/pg_test_server.h"
 #include "store/postgres_schema.h"
+#include "support/pg_test_server.h"
 #include "support/test_util.h"
 
 namespace compactor::testing {

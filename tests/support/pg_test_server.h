@@ -3,8 +3,8 @@
 // start it with tests/store/pg_server.sh run), else one this process starts
 // with the same script on first use and stops at exit. Each test gets a
 // fresh database of it.
-#ifndef COMPACTOR_TESTS_STORE_PG_TEST_SERVER_H_
-#define COMPACTOR_TESTS_STORE_PG_TEST_SERVER_H_
+#ifndef COMPACTOR_TESTS_SUPPORT_PG_TEST_SERVER_H_
+#define COMPACTOR_TESTS_SUPPORT_PG_TEST_SERVER_H_
 
 #include <libpq-fe.h>
 #include <unistd.h>
@@ -123,4 +123,4 @@ inline std::string PgQuery(const std::string& uri, const std::string& sql, bool*
 
 }  // namespace compactor::testing
 
-#endif  // COMPACTOR_TESTS_STORE_PG_TEST_SERVER_H_
+#endif  // COMPACTOR_TESTS_SUPPORT_PG_TEST_SERVER_H_
