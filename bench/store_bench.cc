@@ -42,6 +42,7 @@ Figures Measure(int clients, double seconds, Op op) {
   std::atomic<size_t> errors{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(clients));
   const auto start = Clock::now();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
@@ -88,6 +89,7 @@ struct Row {
 Row RunCell(SessionStore& store, const std::string& name, int clients, double seconds,
             const std::string& sample_id) {
   std::vector<std::string> ids;
+  ids.reserve(static_cast<size_t>(clients));
   std::vector<std::string> leaves(static_cast<size_t>(clients), "r");
   for (int c = 0; c < clients; ++c) {
     auto id = store.Create("", "", {Entry("r", "")});

@@ -290,7 +290,9 @@ class PostgresStore final : public SessionStore {
                   "FROM compactor_sessions ORDER BY last_activity_ms DESC, id");
     if (!r.ok()) return Named(r.status());
     std::vector<StoredSessionInfo> out;
-    for (int i = 0; i < pq::Get().ntuples(r->get()); ++i) out.push_back(InfoOfRow(r->get(), i));
+    const int n = pq::Get().ntuples(r->get());
+    out.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) out.push_back(InfoOfRow(r->get(), i));
     return out;
   }
 

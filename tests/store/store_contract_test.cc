@@ -9,6 +9,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -320,6 +321,33 @@ TEST_P(StoreContract, TheExportedFileBuildsTheSameContext) {
   ASSERT_TRUE(again.ok());
   EXPECT_NE(context_of(*again).find("one more"), std::string::npos);
   EXPECT_EQ(store_->Export("nosuch").status().code(), StatusCode::kNotFound);
+}
+
+// `compactor export --store STORE ID`: the file on stdout, -o FILE, --json,
+// the exit codes; `compactor context` of the export is the store's context.
+TEST_P(StoreContract, TheExportCommandWritesTheSession) {
+  const std::string original =
+      ReadFileOrDie(std::string(COMPACTOR_SOURCE_DIR) + "/examples/session.jsonl");
+  auto id = store_->Import(original);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  store_.reset();  // the command opens the store itself
+  auto out = RunCli({"export", "--store", spec_, *id});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  TempDir tmp;
+  const std::string file = tmp.Write("exported.jsonl", out.out);
+  const std::string from_original = tmp.Write("original.jsonl", original);
+  auto ctx = RunCli({"context", file, "--json"});
+  ASSERT_EQ(ctx.exit_code, 0) << ctx.err;
+  EXPECT_EQ(ctx.out, RunCli({"context", from_original, "--json"}).out);
+  auto json = RunCli({"export", "--store", spec_, *id, "-o", tmp.path() + "/o.jsonl", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["id"], *id);
+  EXPECT_EQ(report["bytes"], out.out.size());
+  EXPECT_EQ(report["path"], tmp.path() + "/o.jsonl");
+  EXPECT_EQ(ReadFileOrDie(tmp.path() + "/o.jsonl"), out.out);
+  EXPECT_EQ(RunCli({"export", "--store", spec_, "nosuch"}).exit_code, 1);
+  EXPECT_EQ(RunCli({"export", "--store", spec_}).exit_code, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Directory, StoreContract, ::testing::Values("directory"),
