@@ -55,8 +55,9 @@ void RegisterServe(CLI::App& app) {
                   "where model requests go, the path kept: URL/v1/messages (per-API upstreams: "
                   "the settings file)");
   cmd->add_option("--store", o->store,
-                  "where proxied conversations are recorded (default "
-                  "~/.local/share/compactor/sessions)");
+                  "where proxied conversations are recorded: a directory (default "
+                  "~/.local/share/compactor/sessions) or a postgres://... URI many servers share "
+                  "(docs/store.md)");
   cmd->add_option("--sessions", o->sessions,
                   "a directory of pi session files served read-only (repeatable)")
       ->allow_extra_args(false);

@@ -16,6 +16,7 @@ void RegisterBranch(CLI::App& app);
 void RegisterPlan(CLI::App& app);
 void RegisterPrune(CLI::App& app);
 void RegisterEval(CLI::App& app);
+void RegisterExport(CLI::App& app);
 // `serve` in the compactor program: runs compactor-serve (cmd_serve_forward.cc).
 void RegisterServeForward(CLI::App& app);
 // The real `serve` command, in the compactor-serve program (cmd_serve.cc).

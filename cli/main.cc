@@ -61,6 +61,7 @@ int Run(int argc, char** argv) {
   RegisterPlan(app);
   RegisterPrune(app);
   RegisterEval(app);
+  RegisterExport(app);
   RegisterServeForward(app);
   try {
     app.parse(argc, argv);

@@ -42,11 +42,11 @@ compactor_module(NAME session
   EXPORTS message_observer.h
   PUBLIC_DEPENDS simdjson::simdjson)
 # Sessions by id: the store `compactor serve` records into and serves
-# (docs/api.md); the directory of pi session files now, a database later.
+# (docs/api.md); the directory of pi session files or PostgreSQL (docs/store.md).
 compactor_module(NAME store
   HEADERS store.h
   USES status env util session
-  DEPENDS nlohmann_json::nlohmann_json)
+  DEPENDS nlohmann_json::nlohmann_json ${CMAKE_DL_LIBS})
 compactor_module(NAME context
   HEADERS context.h
   USES status session util

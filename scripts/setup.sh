@@ -11,6 +11,9 @@ build=${1:-$root/build}
 # to it.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
+# libpq-dev: the PostgreSQL session store; postgresql: the throwaway server
+# its tests start (tests/store/pg_server.sh, ctest StoreDatabase and
+# ScaleOutDatabase), never the machine's own cluster.
 # nginx is the peer of the serve benchmark (bench/serve_bench.cc), which
 # ctest runs as serve_bench_quick: without it that test fails.
 # g++ brings the ASan and UBSan runtimes (libasan8, libubsan1, through
@@ -20,6 +23,7 @@ packages=(
   libsimdjson-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev libpcre2-dev
   zlib1g-dev libbrotli-dev libzstd-dev
+  libpq-dev postgresql
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm time clang-format clang-tidy
   nginx

@@ -36,10 +36,13 @@ struct ServeOptions {
   // "openai-responses", "openai-chat"); they win over `upstream` for the
   // paths of that API (docs/serve.md, "Routing").
   std::map<std::string, std::string> upstreams;
-  // Where proxied conversations are recorded. Empty: the default,
+  // Where proxied conversations are recorded: a directory, or a PostgreSQL
+  // URI (postgres://... or postgresql://..., docs/store.md) that many
+  // servers may share. Empty: the default, the directory
   // $HOME/.local/share/compactor/sessions (ResolveServeDefaults).
   std::string store;
-  // More directories of pi session files, served read-only.
+  // More directories of pi session files, served read-only (with a
+  // directory store only).
   std::vector<std::string> sessions;
   // The settings file (compaction settings and the "serve" section); empty: none.
   std::string settings_file;

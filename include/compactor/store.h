@@ -3,7 +3,9 @@
 // through its service API (docs/api.md). Two kinds are planned: the
 // directory of pi session files (NewDirectoryStore, the default, embedded)
 // and a database shared by many servers; both implement SessionStore, so the
-// service and the recorder never see which one they use.
+// service and the recorder never see which one they use. OpenStore picks
+// one from a `--store` value (a directory or a postgres:// URI);
+// docs/store.md is the contract of both.
 //
 // Every write keeps the write protocol of session files (docs/reliability.md):
 // appends are whole lines under the session's sidecar lock, new sessions and
@@ -52,6 +54,18 @@ struct StoreAppendOptions {
   std::optional<size_t> expected_entries;
 };
 
+// A claim on writing one summary (SessionStore::TryClaimSummary), held
+// until destroyed.
+class SummaryClaim {
+ public:
+  virtual ~SummaryClaim() = default;
+  SummaryClaim(const SummaryClaim&) = delete;
+  SummaryClaim& operator=(const SummaryClaim&) = delete;
+
+ protected:
+  SummaryClaim() = default;
+};
+
 class SessionStore {
  public:
   virtual ~SessionStore() = default;
@@ -81,6 +95,11 @@ class SessionStore {
   // kInvalidArgument when it is not a session; kFailedPrecondition when the
   // id exists.
   virtual Result<std::string> Import(std::string_view jsonl) = 0;
+  // The session as a pi session file (header line, then one entry a line,
+  // each ending in a newline): the directory store's file as it is (a torn
+  // last line left out, as readers skip it), the database's rows in order.
+  // Loading it builds the same session as Load. kNotFound for an unknown id.
+  virtual Result<std::string> Export(std::string_view id) = 0;
   // Appends complete entry lines (without newlines). kNotFound, or
   // kFailedPrecondition for a read-only session or one changed since the
   // caller read it (options.expected_entries).
@@ -97,6 +116,11 @@ class SessionStore {
   // FindConversation: nullopt when the conversation is not known.
   virtual Status SetConversation(std::string_view conversation, std::string_view session_id) = 0;
   virtual std::optional<std::string> FindConversation(std::string_view conversation) = 0;
+  // Records `session_id` for `conversation` unless the index names a
+  // session for it already; returns the session the index names now. Atomic
+  // in both stores (many servers may race for a new conversation: one wins).
+  virtual Result<std::string> ClaimConversation(std::string_view conversation,
+                                                std::string_view session_id) = 0;
 
   // The summary cache of the proxy: summary texts by key (the hash of the
   // conversation items a summary replaced), so that a conversation the
@@ -107,6 +131,14 @@ class SessionStore {
   // kUnsupported, FindSummary finds nothing.
   virtual Status PutSummary(std::string_view key, std::string_view summary);
   virtual std::optional<std::string> FindSummary(std::string_view key);
+  // So that each prefix is summarized once by all the servers sharing the
+  // store: the right to write the summary of `key`, held while the claim
+  // lives. nullptr (not an error) when someone else holds it: wait for
+  // their PutSummary (FindSummary), bounded, then summarize anyway. The
+  // directory store claims within its process, the database with an
+  // advisory lock (released when the holder's connection ends, so a server
+  // that dies leaves no claim behind). The default claims always.
+  virtual Result<std::unique_ptr<SummaryClaim>> TryClaimSummary(std::string_view key);
 
  protected:
   SessionStore() = default;
@@ -140,6 +172,50 @@ struct DirectoryStoreOptions {
 // same way). Errors: the writable
 // directory cannot be created, the conversation index cannot be read.
 Result<std::unique_ptr<SessionStore>> NewDirectoryStore(const DirectoryStoreOptions& options);
+
+struct PostgresStoreOptions {
+  // A libpq connection URI: postgres://[user[:password]@][host][:port][/db][?k=v&...]
+  // (a unix socket: ?host=/path/to/dir). Never printed with its password.
+  std::string uri;
+  // Connections opened at most; a caller past it waits for one to be given
+  // back (at most `acquire_timeout_ms`, then kUnavailable): 8.
+  int max_connections = 8;
+  // The longest a caller waits for a free connection: 30 s.
+  int64_t acquire_timeout_ms = 30'000;
+  // libpq's connect_timeout when the URI sets none: 10 s.
+  int connect_timeout_s = 10;
+  Env* env = nullptr;  // clocks and ids; null = Env::Default()
+};
+
+// The PostgreSQL store: sessions, their entries (append-only lines in
+// order, appended in transactions), the conversation index and the summary
+// cache in tables of the database the URI names, shared by every server
+// that opens the same URI. The schema is created and migrated when the
+// store opens (docs/store.md): each migration once, in a transaction;
+// a database whose schema is newer than this binary knows is refused
+// (kFailedPrecondition). Errors: kUnavailable when the server cannot be
+// reached, kIoError for a failed statement; messages show the URI without
+// its password.
+Result<std::unique_ptr<SessionStore>> NewPostgresStore(const PostgresStoreOptions& options);
+
+// Whether `spec` (a --store value) is a PostgreSQL URI: it starts with
+// postgres:// or postgresql://.
+bool IsPostgresUri(std::string_view spec);
+// `uri` with its password (user:PASSWORD@ and ?password=...) replaced by ***.
+std::string RedactUri(std::string_view uri);
+
+struct StoreSpec {
+  // A directory (NewDirectoryStore's `dir`) or a postgres:// URI.
+  std::string store;
+  // Read-only session directories (a directory store only: with a database
+  // they are kInvalidArgument).
+  std::vector<std::string> read_only_dirs;
+  Env* env = nullptr;
+};
+
+// The store a `--store` value names: NewPostgresStore for a PostgreSQL URI,
+// else NewDirectoryStore. Errors as theirs.
+Result<std::unique_ptr<SessionStore>> OpenStore(const StoreSpec& spec);
 
 }  // namespace compactor
 

@@ -258,6 +258,14 @@ Result<std::vector<std::string>> CompleteEntries(const Session& s, const std::st
   return lines;
 }
 
+// GET .../sessions/{id}/export: the session as a pi session file (docs/api.md).
+void ExportSession(SessionStore& store, const std::string& id, ServiceResponse& res) {
+  auto text = store.Export(id);
+  if (!text.ok()) return Fail(res, text.status());
+  res.content_type = "application/x-ndjson";
+  res.body = std::move(text).value();
+}
+
 }  // namespace
 
 SessionService::~SessionService() = default;
@@ -274,13 +282,14 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
     auto models = ParseModelConfigs(text);
     if (models.ok()) svc->models_ = std::move(models).value();
   }
-  DirectoryStoreOptions so;
-  so.dir = options.store;
+  StoreSpec so;  // a directory or a postgres:// URI
+  so.store = options.store;
   so.read_only_dirs = options.sessions;
   so.env = svc->env_;
-  COMPACTOR_ASSIGN_OR_RETURN(svc->store_, NewDirectoryStore(so));
+  COMPACTOR_ASSIGN_OR_RETURN(svc->store_, OpenStore(so));
   RecorderOptions ro;
   ro.store = svc->store_.get();
+  ro.shared_store = IsPostgresUri(options.store);  // other servers write it too
   ro.env = svc->env_;
   ro.on_error = [](const Status& s) {
     std::fprintf(stderr, "compactor: warning: recording: %s\n", s.message().c_str());
@@ -301,6 +310,7 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
       std::fprintf(stderr, "compactor: warning: summary cache: %s\n", s.message().c_str());
   };
   durable.find = [store](const std::string& key) { return store->FindSummary(key); };
+  durable.claim = [store](const std::string& key) { return store->TryClaimSummary(key); };
   server.set_durable_summaries(std::move(durable));
   Server* srv = &server;  // outlives the service's requests
   svc->upstream_url_ = [srv](const std::string& api) -> std::string {
@@ -322,6 +332,9 @@ void SessionService::Register(ServiceRouter& router) {
   router.Add("GET", s + "/{id}/context", bind(&SessionService::Context));
   router.Add("GET", s + "/{id}/tree", bind(&SessionService::Tree));
   router.Add("GET", s + "/{id}/plan", bind(&SessionService::Plan));
+  router.Add("GET", s + "/{id}/export", [this](const ServiceRequest& req, ServiceResponse& res) {
+    ExportSession(*store_, req.path_params.at("id"), res);
+  });
   router.Add("POST", s + "/{id}/compact", bind(&SessionService::Compact));
   router.Add("POST", s + "/{id}/entries", bind(&SessionService::Entries));
   router.Add("POST", s + "/{id}/branch", bind(&SessionService::Branch));

@@ -8,6 +8,7 @@
 #include "compactor/env.h"
 #include "compactor/providers.h"
 #include "compactor/serve.h"
+#include "compactor/store.h"
 #include "compactor/strategy.h"
 #include "serve/http_util.h"
 #include "serve/proxy_strategy.h"
@@ -221,6 +222,10 @@ Status ResolveServeDefaults(ServeOptions* o, std::vector<std::string>* warnings)
   COMPACTOR_RETURN_IF_ERROR(ValidateSummarizer(o, settings_text));
   for (const std::string& dir : o->sessions) {
     if (dir.empty()) return Status::InvalidArgument("--sessions needs a directory");
+  }
+  if (IsPostgresUri(o->store) && !o->sessions.empty()) {
+    return Status::InvalidArgument(
+        "--sessions (read-only directories) needs a directory store, not --store postgres://...");
   }
   if (o->store.empty()) {
     std::optional<std::string> home = o->env->GetEnvVar("HOME");

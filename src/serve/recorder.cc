@@ -30,6 +30,7 @@ struct ConversationRecorder::State {
   };
   std::string session_id;
   bool created = false;
+  size_t entries = 0;  // the session's entry count as last read or written
   std::vector<PathEntry> path;
   std::set<std::string> ids;  // every entry id of the session
 
@@ -178,6 +179,7 @@ Result<ConversationRecorder::State*> ConversationRecorder::StateOf(const Convers
       const Session& session = **s;
       st->session_id = *sid;
       st->created = true;
+      st->entries = session.size();
       for (const Entry& e : session.entries()) st->ids.insert(std::string(e.id));
       if (auto leaf = session.Leaf()) {
         for (size_t i : session.PathTo(*leaf)) {
@@ -220,6 +222,10 @@ Status ConversationRecorder::Prepare(State& st, const ConversationRecord& r,
   }
   const std::string old_leaf = st.path.empty() ? "" : st.path.back().id;
   const bool branched = k < st.MessageCount();
+  // Everything it holds is recorded already: with other writers, a late
+  // older record (see RecorderOptions::shared_store); its compaction, if
+  // any, is older than the path's too.
+  if (o_.shared_store && branched && k == r.messages.size()) return Status::Ok();
   if (branched) st.KeepMessages(k);
   const size_t before = lines->size();
   auto add = [&](EntryType type, const std::string& body, State::PathEntry p) {
@@ -321,40 +327,77 @@ void Convert(ConversationRecord* r) {
 
 void ConversationRecorder::WriteBatch(std::vector<ConversationRecord>& batch) {
   // One append (one lock, one fsync) per session, in the order of the records.
-  std::vector<std::pair<State*, std::string>> order;  // state, conversation
-  std::map<State*, std::vector<std::string>> lines;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const ConversationRecord*>> by_conversation;
   for (ConversationRecord& r : batch) {
     Convert(&r);
     if (r.messages.empty()) continue;  // nothing a session could hold
-    auto st = StateOf(r);
-    if (!st.ok()) {
-      Fail(st.status());
-      continue;
-    }
-    if (lines.count(*st) == 0) order.emplace_back(*st, r.conversation_id);
-    Status s = Prepare(**st, r, &lines[*st]);
-    if (!s.ok()) Fail(s);
+    auto& records = by_conversation[r.conversation_id];
+    if (records.empty()) order.push_back(r.conversation_id);
+    records.push_back(&r);
   }
-  for (const auto& [st, conversation] : order) {
-    const std::vector<std::string>& l = lines[st];
-    Status s;
-    if (!st->created) {
-      auto id = o_.store->Create(st->session_id, "", l);
-      s = id.ok() ? o_.store->SetConversation(conversation, st->session_id) : id.status();
-      if (id.ok()) st->created = true;
-    } else if (!l.empty()) {
+  for (const std::string& conversation : order)
+    WriteConversation(conversation, by_conversation[conversation]);
+}
+
+// Writes the lines that bring the conversation's session up to `records`.
+// A write refused because the session moved (another server appended, or
+// created it first) reads the session again and recomputes: bounded.
+void ConversationRecorder::WriteConversation(
+    const std::string& conversation, const std::vector<const ConversationRecord*>& records) {
+  constexpr int kAttempts = 8;
+  Status s;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    auto st = StateOf(*records.front());
+    if (!st.ok()) return Fail(st.status());
+    State& state = **st;
+    std::vector<std::string> lines;
+    for (const ConversationRecord* r : records) {
+      Status p = Prepare(state, *r, &lines);
+      if (!p.ok()) Fail(p);
+    }
+    s = Status::Ok();
+    if (!state.created) {
+      s = Create(conversation, state, lines);
+    } else if (!lines.empty()) {
       StoreAppendOptions ao;
       ao.sync = true;
-      s = o_.store->Append(st->session_id, l, ao);
+      if (o_.shared_store) ao.expected_entries = state.entries;
+      s = o_.store->Append(state.session_id, lines, ao);
+      if (s.ok()) state.entries += lines.size();
     }
-    if (!s.ok()) {
-      Fail(s);
-      states_.erase(conversation);  // read again from the store next time
-      continue;
+    if (s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      sessions_[conversation] = state.session_id;
+      return;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    sessions_[conversation] = st->session_id;
+    states_.erase(conversation);  // read again from the store
+    if (!o_.shared_store || s.code() != StatusCode::kFailedPrecondition) break;
   }
+  Fail(s);
+}
+
+// The conversation's first write: its session is claimed in the index, then
+// created. With other writers the claim may name another server's session
+// (it won a race for the same conversation): kFailedPrecondition, and the
+// caller continues in that one.
+Status ConversationRecorder::Create(const std::string& conversation, State& state,
+                                    const std::vector<std::string>& lines) {
+  if (o_.shared_store) {
+    COMPACTOR_ASSIGN_OR_RETURN(std::string owner,
+                               o_.store->ClaimConversation(conversation, state.session_id));
+    if (owner != state.session_id) {
+      std::lock_guard<std::mutex> lock(mu_);
+      sessions_[conversation] = owner;
+      return Status::FailedPrecondition("conversation " + conversation + " is recorded in " +
+                                        owner);
+    }
+  }
+  auto id = o_.store->Create(state.session_id, "", lines);
+  if (!id.ok()) return id.status();  // taken by another server meanwhile: kFailedPrecondition
+  state.created = true;
+  state.entries = lines.size();
+  return o_.shared_store ? Status::Ok() : o_.store->SetConversation(conversation, state.session_id);
 }
 
 // --- the hook -------------------------------------------------------------------

@@ -92,6 +92,13 @@ struct RecorderOptions {
   // Called (on the writer thread) for every failed write; the conversation's
   // state is then read again from the store before its next record.
   std::function<void(const Status&)> on_error;
+  // Other servers record into the same store (a database store): every
+  // write checks that the session is still what this recorder last saw
+  // (expected_entries), and when it moved reads it again and recomputes; a
+  // record whose messages are all on the recorded path already is an older
+  // one that arrived late (another server wrote a newer one first), not a
+  // move back, and writes nothing. Off: this recorder is the only writer.
+  bool shared_store = false;
   Env* env = nullptr;  // null = Env::Default()
 };
 
@@ -119,6 +126,10 @@ class ConversationRecorder {
   struct State;
   void Run();
   void WriteBatch(std::vector<ConversationRecord>& batch);
+  void WriteConversation(const std::string& conversation,
+                         const std::vector<const ConversationRecord*>& records);
+  Status Create(const std::string& conversation, State& state,
+                const std::vector<std::string>& lines);
   Status Prepare(State& st, const ConversationRecord& r, std::vector<std::string>* lines);
   Result<State*> StateOf(const ConversationRecord& r);
   std::string NewId(State& st);

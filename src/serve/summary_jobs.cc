@@ -135,6 +135,28 @@ Result<std::shared_ptr<SummaryJob>> Conversations::Start(const std::string& id, 
   return job;
 }
 
+// The summary of `key` another server wrote or is writing (nullopt: this
+// job writes it, holding `*claim` when the store has claims). Bounded: a
+// holder silent for kClaimWaitMs is given up on.
+std::optional<std::string> Conversations::Claim(const std::string& key, const SummaryJob& job,
+                                                std::unique_ptr<SummaryClaim>* claim) {
+  const DurableSummaries* d = limits_.durable;
+  if (d == nullptr || !d->claim || !d->find) return std::nullopt;
+  const int64_t end = env_->MonotonicMicros() + kClaimWaitMs * 1000;
+  for (;;) {
+    auto c = d->claim(key);
+    if (!c.ok()) return std::nullopt;  // no claim to be had: summarize unclaimed
+    // Claimed or not, the holder may have finished already.
+    if (std::optional<std::string> found = d->find(key)) return found;
+    if (*c != nullptr) {
+      *claim = std::move(*c);
+      return std::nullopt;
+    }
+    if (job.cancelled() || env_->MonotonicMicros() >= end) return std::nullopt;
+    env_->SleepMs(50, [&job] { return job.cancelled(); });
+  }
+}
+
 void Conversations::Run(const std::string& id, const std::shared_ptr<SummaryJob>& job,
                         const std::shared_ptr<SummaryWork>& work) {
   SummaryRequest req;
@@ -142,12 +164,17 @@ void Conversations::Run(const std::string& id, const std::shared_ptr<SummaryJob>
   req.messages = work->messages;
   req.previous_summary = work->previous;
   req.is_cancelled = [job] { return job->cancelled(); };
-  Result<std::string> out = SummarizeWithin(*work->summarizer, req, work->window);
+  const std::string key = SummaryKey(work->prefix);
+  std::unique_ptr<SummaryClaim> claim;  // held until the summary is put
+  std::optional<std::string> theirs = Claim(key, *job, &claim);
+  Result<std::string> out = theirs ? Result<std::string>(std::move(*theirs))
+                                   : SummarizeWithin(*work->summarizer, req, work->window);
   // Durable before the summary is in force: a conversation evicted later
   // finds it again (the put is the store's append, on this job's thread).
-  if (out.ok() && limits_.durable != nullptr && limits_.durable->put) {
-    limits_.durable->put(SummaryKey(work->prefix), *out);
+  if (!theirs && out.ok() && limits_.durable != nullptr && limits_.durable->put) {
+    limits_.durable->put(key, *out);
   }
+  claim.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
     Entry& e = UseLocked(id);

@@ -24,6 +24,7 @@
 
 #include "compactor/env.h"
 #include "compactor/message.h"
+#include "compactor/store.h"
 #include "compactor/summarizer.h"
 #include "serve/compact_plan.h"
 
@@ -46,10 +47,18 @@ struct SummaryWork {
 // Where summaries outlive the in-memory conversation table: the store's
 // summary cache (SessionStore::PutSummary / FindSummary), keyed by
 // SummaryKey of the items a summary replaces. Either function may be empty.
+// `claim` (SessionStore::TryClaimSummary): servers sharing the store
+// summarize each prefix once; a job that finds the claim taken waits for
+// the holder's summary (at most kClaimWaitMs) instead of writing its own.
 struct DurableSummaries {
   std::function<void(const std::string& key, const std::string& summary)> put;
   std::function<std::optional<std::string>(const std::string& key)> find;
+  std::function<Result<std::unique_ptr<SummaryClaim>>(const std::string& key)> claim;
 };
+
+// How long a summary job waits for another server's summary of the same
+// prefix before it writes its own: 30 s.
+inline constexpr int64_t kClaimWaitMs = 30'000;
 
 // The conversation table's bounds.
 struct ConversationLimits {
@@ -141,6 +150,8 @@ class Conversations {
   // evict another entry.
   Entry& UseLocked(const std::string& id);
   void EvictLocked();
+  std::optional<std::string> Claim(const std::string& key, const SummaryJob& job,
+                                   std::unique_ptr<SummaryClaim>* claim);
   void Run(const std::string& id, const std::shared_ptr<SummaryJob>& job,
            const std::shared_ptr<SummaryWork>& work);
   void ReapLocked();

@@ -1,22 +1,20 @@
 // The directory store (compactor/store.h): pi session files under a writable
 // directory and read-only ones, indexed by their header's id.
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <utility>
 
 #include "compactor/entries.h"
-#include "compactor/js_json.h"
-#include "compactor/message.h"
 #include "compactor/store.h"
 #include "compactor/writer.h"
+#include "store/session_info.h"
 
 namespace compactor {
 namespace {
 
-constexpr size_t kMaxTitleBytes = 200;
 constexpr size_t kMaxHeaderBytes = 1u << 20;
 
 std::string Join(const std::string& dir, const std::string& name) {
@@ -28,89 +26,11 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// One line, cut at a character boundary.
-std::string OneLine(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  if (s.size() > kMaxTitleBytes) {
-    size_t cut = kMaxTitleBytes;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-    s.resize(cut);
-  }
-  return s;
-}
-
-// The line around offset `at` of `bytes` (without its newline).
-std::string_view LineAt(std::string_view bytes, size_t at) {
-  size_t begin = bytes.rfind('\n', at == 0 ? 0 : at - 1);
-  begin = begin == std::string_view::npos || at == 0 ? 0 : begin + 1;
-  size_t end = bytes.find('\n', at);
-  return bytes.substr(begin, (end == std::string_view::npos ? bytes.size() : end) - begin);
-}
-
-// An entry line parsed alone; discarded (not an object) when it is not one.
-nlohmann::json ParseLine(std::string_view line) {
-  return nlohmann::json::parse(line, nullptr, false);
-}
-
 // The string member `key` of `j`, else "" (value() would throw on another type).
 std::string StringMember(const nlohmann::json& j, const char* key) {
   if (!j.is_object()) return "";
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-// The list's view of a session file, from its bytes without parsing every
-// entry (a list of many large sessions must not load them all): entries
-// are its lines after the header; the name is the latest session_info
-// entry's (found from the end); the first prompt is the first user message
-// (found from the start); the last activity is the last entry's timestamp
-// (entries are appended in time order). A last line without its newline is
-// a torn append, not an entry (as readers skip it).
-void FillFromBytes(std::string_view bytes, StoredSessionInfo* info) {
-  size_t first = bytes.find('\n');
-  std::string_view body = first == std::string_view::npos ? "" : bytes.substr(first + 1);
-  info->entries = static_cast<size_t>(std::count(body.begin(), body.end(), '\n'));
-  constexpr std::string_view kInfo = "\"session_info\"";
-  for (size_t at = body.rfind(kInfo); at != std::string_view::npos;
-       at = at == 0 ? std::string_view::npos : body.rfind(kInfo, at - 1)) {
-    nlohmann::json e = ParseLine(LineAt(body, at));
-    if (StringMember(e, "type") != "session_info") continue;
-    std::string name = StringMember(e, "name");
-    if (!name.empty()) {
-      info->title = OneLine(std::move(name));
-      info->named = true;
-    }
-    break;
-  }
-  constexpr std::string_view kUser = "\"user\"";
-  for (size_t at = info->named ? std::string_view::npos : body.find(kUser);
-       at != std::string_view::npos; at = body.find(kUser, at + 1)) {
-    std::string_view line = LineAt(body, at);
-    nlohmann::json e = ParseLine(line);
-    if (StringMember(e, "type") != "message" || !e.contains("message") ||
-        StringMember(e["message"], "role") != "user") {
-      at = static_cast<size_t>(line.data() + line.size() - body.data());  // the next line
-      continue;
-    }
-    auto m =
-        ParseMessage(e["message"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    if (m.ok()) info->title = OneLine(m->JoinedText());
-    break;
-  }
-  std::string_view rest = body;
-  while (!rest.empty() && rest.back() == '\n') rest.remove_suffix(1);
-  while (!rest.empty()) {
-    size_t nl = rest.rfind('\n');
-    std::string_view line = nl == std::string_view::npos ? rest : rest.substr(nl + 1);
-    nlohmann::json e = ParseLine(line);
-    if (std::string ts = StringMember(e, "timestamp"); !ts.empty()) {
-      double ms = ParseIsoTimestampMs(ts);
-      if (!std::isnan(ms) && ms > 0) info->last_activity_ms = static_cast<int64_t>(ms);
-      break;
-    }
-    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(0, nl);
-  }
 }
 
 // One {"KEY_NAME": ..., "VALUE_NAME": ...} line of the store's own index
@@ -153,6 +73,18 @@ class DirectoryStore final : public SessionStore {
     return s;
   }
 
+  Result<std::string> ClaimConversation(std::string_view conversation,
+                                        std::string_view session_id) override {
+    if (o_.dir.empty()) return Status::FailedPrecondition("the store has no writable directory");
+    std::lock_guard<std::mutex> lock(conv_mu_);
+    auto it = conversations_.find(std::string(conversation));
+    if (it != conversations_.end()) return it->second;
+    nlohmann::json line = {{"conversation", conversation}, {"session", session_id}};
+    COMPACTOR_RETURN_IF_ERROR(AppendIndexLine(ConversationsPath(), line));
+    conversations_[std::string(conversation)] = std::string(session_id);
+    return std::string(session_id);
+  }
+
   Status PutSummary(std::string_view key, std::string_view summary) override {
     if (o_.dir.empty()) return Status::FailedPrecondition("the store has no writable directory");
     nlohmann::json line = {{"key", key}, {"summary", summary}};
@@ -162,6 +94,14 @@ class DirectoryStore final : public SessionStore {
     Status s = AppendIndexLine(SummariesPath(), line);
     if (s.ok()) summaries_[std::string(key)] = std::string(summary);
     return s;
+  }
+
+  // In-process: a set of claimed keys (one process owns a directory store's
+  // writes; serve instances sharing one need the database).
+  Result<std::unique_ptr<SummaryClaim>> TryClaimSummary(std::string_view key) override {
+    std::lock_guard<std::mutex> lock(summary_mu_);
+    if (!claimed_.insert(std::string(key)).second) return std::unique_ptr<SummaryClaim>();
+    return std::unique_ptr<SummaryClaim>(std::make_unique<KeyClaim>(this, std::string(key)));
   }
 
   std::optional<std::string> FindSummary(std::string_view key) override {
@@ -227,7 +167,7 @@ class DirectoryStore final : public SessionStore {
     info.read_only = slot.read_only;
     info.size_bytes = fi.identity.size;
     info.last_activity_ms = fi.identity.mtime_ns / 1'000'000;
-    FillFromBytes(std::string_view(map->data(), map->size()), &info);
+    store_internal::FillFromBytes(std::string_view(map->data(), map->size()), &info);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_id_.find(info.id);
     if (it != by_id_.end() && it->second.path == slot.path) {
@@ -249,10 +189,19 @@ class DirectoryStore final : public SessionStore {
     return Session::Open(slot.path, lo);
   }
 
+  Result<std::string> Export(std::string_view id) override {
+    COMPACTOR_ASSIGN_OR_RETURN(Slot slot, Find(id));
+    COMPACTOR_ASSIGN_OR_RETURN(std::string text, env_->ReadFile(slot.path));
+    const size_t end = text.rfind('\n');
+    text.resize(end == std::string::npos ? 0 : end + 1);  // without a torn last line
+    return text;
+  }
+
   Result<std::string> Create(std::string_view wanted, std::string_view cwd,
                              const std::vector<std::string>& lines) override {
     std::string id = wanted.empty() ? NewUuidV7(env_) : std::string(wanted);
-    if (!SafeFileId(id)) return Status::InvalidArgument("the session id cannot name a file: " + id);
+    if (!store_internal::SafeSessionId(id))
+      return Status::InvalidArgument("the session id cannot name a file: " + id);
     if (!wanted.empty() && Find(id).ok())
       return Status::FailedPrecondition("session " + id + " exists");
     std::string ts = NowIsoTimestamp(env_);
@@ -266,7 +215,8 @@ class DirectoryStore final : public SessionStore {
     auto s = Session::FromString(std::string(jsonl), "the imported session");
     if (!s.ok()) return Status::InvalidArgument(s.status().message());
     std::string id = (*s)->header().id;
-    if (!SafeFileId(id)) return Status::InvalidArgument("the session id cannot name a file: " + id);
+    if (!store_internal::SafeSessionId(id))
+      return Status::InvalidArgument("the session id cannot name a file: " + id);
     if (Find(id).ok()) return Status::FailedPrecondition("session " + id + " exists");
     std::string text(jsonl);
     if (!text.empty() && text.back() != '\n') text += '\n';
@@ -317,6 +267,19 @@ class DirectoryStore final : public SessionStore {
   }
 
  private:
+  class KeyClaim final : public SummaryClaim {
+   public:
+    KeyClaim(DirectoryStore* store, std::string key) : store_(store), key_(std::move(key)) {}
+    ~KeyClaim() override {
+      std::lock_guard<std::mutex> lock(store_->summary_mu_);
+      store_->claimed_.erase(key_);
+    }
+
+   private:
+    DirectoryStore* store_;
+    std::string key_;
+  };
+
   struct Slot {
     std::string path;
     bool read_only = false;
@@ -361,14 +324,6 @@ class DirectoryStore final : public SessionStore {
       conversations_[j["conversation"].get<std::string>()] = j["session"].get<std::string>();
     }
     return Status::Ok();
-  }
-
-  static bool SafeFileId(std::string_view id) {
-    if (id.empty() || id.size() > 128 || id.front() == '.') return false;
-    return std::all_of(id.begin(), id.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c == '-' || c == '_' || c == '.';
-    });
   }
 
   static Status Changed(std::string_view id, size_t expected, size_t now) {
@@ -480,9 +435,18 @@ class DirectoryStore final : public SessionStore {
   std::map<std::string, std::string> conversations_;  // guarded by conv_mu_
   std::mutex summary_mu_;
   std::map<std::string, std::string> summaries_;  // key -> text; guarded by summary_mu_
+  std::set<std::string> claimed_;                 // keys claimed; guarded by summary_mu_
 };
 
 }  // namespace
+
+namespace {
+class TrivialClaim final : public SummaryClaim {};
+}  // namespace
+
+Result<std::unique_ptr<SummaryClaim>> SessionStore::TryClaimSummary(std::string_view /*key*/) {
+  return std::unique_ptr<SummaryClaim>(std::make_unique<TrivialClaim>());
+}
 
 Status SessionStore::PutSummary(std::string_view /*key*/, std::string_view /*summary*/) {
   return Status::Unsupported("this session store has no summary cache");

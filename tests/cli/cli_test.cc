@@ -26,7 +26,7 @@ constexpr char kSession[] =
 
 TEST(Cli, EveryCommandHasHelp) {
   for (const char* cmd : {"context", "stats", "tree", "tokens", "migrate", "plan", "compact",
-                          "prune", "branch", "eval"}) {
+                          "prune", "branch", "eval", "export"}) {
     auto r = RunCli({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("--json"), std::string::npos) << cmd << " lacks --json";

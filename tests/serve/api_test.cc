@@ -107,6 +107,20 @@ class ServeApiTest : public ServeFixture {
   size_t sent_ = 0;
 };
 
+// GET .../export: the session file, whose context is the service's.
+TEST_F(ServeApiTest, ExportAnswersTheSessionFile) {
+  std::string path = Copy("pi/compacted.v3.jsonl", "compacted.jsonl");
+  std::string id = IdOf(path);
+  StartService();
+  RawResponse r = Get(kSessions + "/" + id + "/export");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("content-type"), "application/x-ndjson");
+  EXPECT_EQ(r.body, ReadFileOrDie(path));
+  std::string exported = store_.Write("exported.jsonl.out", r.body);
+  EXPECT_EQ(Cli({"context", exported, "--json"}), Get(kSessions + "/" + id + "/context").body);
+  EXPECT_EQ(Get(kSessions + "/nosuch/export").status, 404);
+}
+
 TEST_F(ServeApiTest, AnswersWithTheCliJsonOfTheSameFile) {
   std::string path = Copy("pi/compacted.v3.jsonl", "compacted.jsonl");
   std::string id = IdOf(path);

@@ -212,5 +212,56 @@ TEST_F(RecorderTest, ConversationsAreKeptApart) {
   EXPECT_EQ(Context(*store_, Session("two")), std::vector<std::string>{User("y")});
 }
 
+// Two servers' recorders on one store (shared_store): turns of one
+// conversation alternate between them, and an older record may arrive after
+// a newer one the other wrote. Every message is recorded once, in one chain.
+TEST_F(RecorderTest, TwoRecordersOnASharedStoreNeitherLoseNorDuplicate) {
+  auto make = [this] {
+    RecorderOptions ro;
+    ro.store = store_.get();
+    ro.env = mem_.env();
+    ro.shared_store = true;
+    ro.on_error = [this](const Status& s) { errors_.push_back(s); };
+    return std::make_unique<ConversationRecorder>(std::move(ro));
+  };
+  auto a = make();
+  auto b = make();
+  std::vector<std::string> m;
+  std::vector<std::vector<std::string>> turns;
+  for (int t = 0; t < 6; ++t) {
+    m.push_back(User("q" + std::to_string(t)));
+    turns.push_back(m);
+    m.push_back(Assistant("a" + std::to_string(t)));
+  }
+  // Both see the first request of the new conversation: one session wins.
+  auto write = [](ConversationRecorder& r, const std::vector<std::string>& messages) {
+    r.Record(Rec(messages));
+    r.Flush();
+  };
+  write(*a, turns[0]);
+  write(*b, turns[0]);
+  // Alternating, then late: b writes turn 3 before a's turn 2 arrives.
+  write(*a, turns[1]);
+  write(*b, turns[3]);
+  write(*a, turns[2]);
+  write(*a, turns[4]);
+  write(*b, turns[5]);
+  ASSERT_TRUE(errors_.empty()) << errors_[0].ToString();
+  auto list = store_->List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);  // one session for the conversation
+  const std::string id = (*list)[0].id;
+  EXPECT_EQ(a->SessionOf("c1"), id);
+  EXPECT_EQ(b->SessionOf("c1"), id);
+  EXPECT_EQ(Context(*store_, id), turns[5]);
+  auto s = store_->Load(id);
+  ASSERT_TRUE(s.ok());
+  size_t messages = 0;
+  for (const Entry& e : (*s)->entries()) messages += e.type == EntryType::kMessage ? 1 : 0;
+  EXPECT_EQ(messages, turns[5].size());  // nothing twice, nothing lost
+  EXPECT_EQ((*s)->Roots().size(), 1u);
+  for (const auto& c : (*s)->Children()) EXPECT_LE(c.size(), 1u);  // no branch
+}
+
 }  // namespace
 }  // namespace compactor::testing
