@@ -44,14 +44,7 @@ class BenchExchange : public Exchange {
     parsed_ = true;
     const ProviderApi* api = FindProviderApi(request_.route.api);
     if (api == nullptr) return nullptr;
-    auto read = api->ReadClientRequest(request_.body);
-    if (!read.ok()) return nullptr;
-    auto v = std::make_shared<ClientRequestView>();
-    v->api = api;
-    v->request = std::move(*read);
-    v->conversation_id = ConversationId(*api, v->request, request_.headers);
-    v->auxiliary = IsAuxiliaryRequest(v->request);
-    view_ = std::move(v);
+    view_ = ReadClientRequestView(*api, request_.body, request_.headers);
     return view_;
   }
   void set_compaction(std::optional<ExchangeCompaction> compaction) override {

@@ -108,6 +108,19 @@ int64_t EstimateRequestTokens(const ClientRequest& request) {
          request.ItemTokens(0, request.items.size());
 }
 
+std::shared_ptr<const ClientRequestView> ReadClientRequestView(const ProviderApi& api,
+                                                               std::string body,
+                                                               const HeaderList& headers) {
+  auto request = api.ReadClientRequest(std::move(body));
+  if (!request.ok()) return nullptr;
+  auto v = std::make_shared<ClientRequestView>();
+  v->api = &api;
+  v->request = std::move(*request);
+  v->conversation_id = ConversationId(api, v->request, headers);
+  v->auxiliary = IsAuxiliaryRequest(v->request);
+  return v;
+}
+
 size_t MatchedPrefix(const ClientRequest& request, const ConversationSummary& prior) {
   if (prior.prefix.size() >= request.items.size()) return 0;
   for (size_t i = 0; i < prior.prefix.size(); ++i) {

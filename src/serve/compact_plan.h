@@ -9,6 +9,7 @@
 #define COMPACTOR_SRC_SERVE_COMPACT_PLAN_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "compactor/provider_api.h"
 #include "compactor/status.h"
 #include "compactor/summarizer.h"
+#include "serve/hooks.h"
 #include "serve/http_util.h"
 
 namespace compactor::serve {
@@ -41,6 +43,13 @@ std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
 
 // Whether a request is auxiliary (titles, quota checks): no tools.
 bool IsAuxiliaryRequest(const ClientRequest& request);
+
+// The client's request as `api` reads `body` (decoded), with its
+// conversation id and whether it is auxiliary: what Exchange::client_request
+// shares with every hook. nullptr when the body does not read.
+std::shared_ptr<const ClientRequestView> ReadClientRequestView(const ProviderApi& api,
+                                                               std::string body,
+                                                               const HeaderList& headers);
 
 // Pi's estimate of the request's input: system + tools + items.
 int64_t EstimateRequestTokens(const ClientRequest& request);

@@ -168,14 +168,7 @@ std::shared_ptr<const ClientRequestView> ProxyExchange::client_request() {
     if (api == nullptr) return nullptr;
     auto body = DecodedBody();
     if (!body.ok()) return nullptr;
-    auto request = api->ReadClientRequest(std::string(*body));
-    if (!request.ok()) return nullptr;
-    auto v = std::make_shared<ClientRequestView>();
-    v->api = api;
-    v->request = std::move(*request);
-    v->conversation_id = ConversationId(*api, v->request, request_.headers);
-    v->auxiliary = IsAuxiliaryRequest(v->request);
-    view_ = std::move(v);
+    view_ = ReadClientRequestView(*api, std::string(*body), request_.headers);
   }
   return view_;
 }
