@@ -2,7 +2,8 @@
 // entry to a loaded session and producing the context of the new leaf,
 // against the path it replaces (append, then Session::Open + a full
 // BuildSessionContext), on generated sessions of 5 MB and 50 MB, side by
-// side in one run.
+// side in one run; and the same through the service API's loaded sessions
+// (BM_ServiceAppendAndContext).
 //
 //   incremental_bench [--dir=DIR] [Google Benchmark flags]
 //
@@ -30,8 +31,10 @@
 #include "compactor/entries.h"
 #include "compactor/js_json.h"
 #include "compactor/session.h"
+#include "compactor/store.h"
 #include "compactor/strategy.h"
 #include "compactor/writer.h"
+#include "serve/loaded_sessions.h"
 
 namespace {
 
@@ -190,6 +193,44 @@ void BM_AppendLinesOnly(benchmark::State& state) {
   }
 }
 
+// The service API's path (serve/loaded_sessions.h): POST .../entries (the
+// session acquired, one entry appended through the directory store) then
+// GET .../context?expand (acquired again: refreshed, the cached context
+// extended), without the HTTP and JSON around them.
+void BM_ServiceAppendAndContext(benchmark::State& state) {
+  const int mb = static_cast<int>(state.range(0));
+  const std::string id = "bench-" + std::to_string(mb);
+  compactor::DirectoryStoreOptions so;
+  so.dir = g_dir;
+  auto store = compactor::NewDirectoryStore(so);
+  if (!store.ok()) return state.SkipWithError(store.status().ToString().c_str());
+  compactor::serve::LoadedSessions loaded(store->get());
+  if (!loaded.Acquire(id).ok()) return state.SkipWithError("load");
+  static int64_t n = 3000000;
+  size_t messages = 0;
+  for (auto _ : state) {
+    std::string line;
+    size_t size = 0;
+    {
+      auto h = loaded.Acquire(id);
+      if (!h.ok()) return state.SkipWithError(h.status().ToString().c_str());
+      line = NextLine(h->session(), ++n);
+      size = h->session().size();
+    }
+    compactor::StoreAppendOptions ao;
+    ao.expected_entries = size;
+    if (auto st = (*store)->Append(id, {line}, ao); !st.ok())
+      return state.SkipWithError(st.ToString().c_str());
+    auto h = loaded.Acquire(id);
+    if (!h.ok()) return state.SkipWithError(h.status().ToString().c_str());
+    auto ctx = h->Context(std::nullopt, true);
+    if (!ctx.ok()) return state.SkipWithError(ctx.status().ToString().c_str());
+    messages = (*ctx)->messages.size();
+    benchmark::DoNotOptimize(messages);
+  }
+  state.counters["messages"] = static_cast<double>(messages);
+}
+
 // Collects the mean real time of each run to print the ratios at the end.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -226,6 +267,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
 BENCHMARK(BM_AppendIncremental)->Arg(5)->Arg(50)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_AppendReopen)->Arg(5)->Arg(50)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_AppendLinesOnly)->Arg(5)->Arg(50)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_ServiceAppendAndContext)
+    ->Arg(5)
+    ->Arg(50)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 int main(int argc, char** argv) {
   bool own_dir = true;

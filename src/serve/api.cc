@@ -258,6 +258,13 @@ Result<std::vector<std::string>> CompleteEntries(const Session& s, const std::st
   return lines;
 }
 
+// The `leaf` query parameter (nullopt: the session's leaf).
+std::optional<std::string> LeafParam(const ServiceRequest& req) {
+  auto leaf = req.params.find("leaf");
+  if (leaf == req.params.end()) return std::nullopt;
+  return leaf->second;
+}
+
 // GET .../sessions/{id}/export: the session as a pi session file (docs/api.md).
 void ExportSession(SessionStore& store, const std::string& id, ServiceResponse& res) {
   auto text = store.Export(id);
@@ -287,6 +294,7 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
   so.read_only_dirs = options.sessions;
   so.env = svc->env_;
   COMPACTOR_ASSIGN_OR_RETURN(svc->store_, OpenStore(so));
+  svc->loaded_ = std::make_unique<LoadedSessions>(svc->store_.get());
   RecorderOptions ro;
   ro.store = svc->store_.get();
   ro.shared_store = IsPostgresUri(options.store);  // other servers write it too
@@ -350,38 +358,28 @@ void SessionService::List(const ServiceRequest& /*req*/, ServiceResponse& res) {
 }
 
 void SessionService::Stats(const ServiceRequest& req, ServiceResponse& res) {
-  LoadOptions lo;
-  lo.message_observer = TokenEstimateObserver();
-  auto s = store_->Load(req.path_params.at("id"), lo);
+  auto s = loaded_->Acquire(req.path_params.at("id"));
   if (!s.ok()) return Fail(res, s.status());
-  ContextOptions co;
-  if (auto leaf = req.params.find("leaf"); leaf != req.params.end()) co.leaf_id = leaf->second;
-  auto ctx = BuildSessionContext(**s, co);
+  auto ctx = s->Context(LeafParam(req), false);
   if (!ctx.ok()) return Fail(res, ctx.status());
-  Ok(res, StatsJson(**s, *ctx));
+  Ok(res, StatsJson(s->session(), **ctx));
 }
 
 void SessionService::Context(const ServiceRequest& req, ServiceResponse& res) {
-  auto s = store_->Load(req.path_params.at("id"));
+  auto s = loaded_->Acquire(req.path_params.at("id"));
   if (!s.ok()) return Fail(res, s.status());
-  ContextOptions co;
-  if (auto leaf = req.params.find("leaf"); leaf != req.params.end()) co.leaf_id = leaf->second;
-  if (auto expand = req.params.find("expand");
-      expand != req.params.end() && expand->second != "false")
-    co.expander = StrategyExpander();
-  auto ctx = BuildSessionContext(**s, co);
+  auto expand = req.params.find("expand");
+  auto ctx = s->Context(LeafParam(req), expand != req.params.end() && expand->second != "false");
   if (!ctx.ok()) return Fail(res, ctx.status());
-  Ok(res, ContextToJson(*ctx));
+  Ok(res, ContextToJson(**ctx));
 }
 
 void SessionService::Tree(const ServiceRequest& req, ServiceResponse& res) {
-  auto s = store_->Load(req.path_params.at("id"));
+  auto s = loaded_->Acquire(req.path_params.at("id"));
   if (!s.ok()) return Fail(res, s.status());
-  ContextOptions co;
-  if (auto leaf = req.params.find("leaf"); leaf != req.params.end()) co.leaf_id = leaf->second;
-  auto ctx = BuildSessionContext(**s, co);
+  auto ctx = s->Context(LeafParam(req), false);
   if (!ctx.ok()) return Fail(res, ctx.status());
-  Ok(res, TreeJson(**s, *ctx));
+  Ok(res, TreeJson(s->session(), **ctx));
 }
 
 void SessionService::Plan(const ServiceRequest& req, ServiceResponse& res) {
@@ -392,11 +390,9 @@ void SessionService::Plan(const ServiceRequest& req, ServiceResponse& res) {
   PrepareOptions po;
   po.settings = *settings;
   if (auto leaf = p->Get("leaf")) po.leaf_id = *leaf;
-  LoadOptions lo;
-  if (!po.settings.tokenizer) lo.message_observer = TokenEstimateObserver();
-  auto s = store_->Load(req.path_params.at("id"), lo);
+  auto s = loaded_->Acquire(req.path_params.at("id"));
   if (!s.ok()) return Fail(res, s.status());
-  auto r = PrepareCompaction(**s, po);
+  auto r = PrepareCompaction(s->session(), po);
   if (!r.ok()) return Fail(res, r.status());
   Ok(res, PlanJson(*r));
 }
@@ -493,16 +489,16 @@ void SessionService::Compact(const ServiceRequest& req, ServiceResponse& res) {
   if (!filled.ok()) return Fail(res, filled);
   o.env = env_;
   if (!o.dry_run && !Writable(*store_, id, res)) return;
-  LoadOptions lo;
-  lo.message_observer = TokenEstimateObserver();
-  auto s = store_->Load(id, lo);
+  auto s = loaded_->Acquire(id);
   if (!s.ok()) return Fail(res, s.status());
-  if (!UseUpstreamSummarizer(req, *p, **s, upstream_url_, env_, &summarizer, &o.summarizer, res))
+  Session& session = s->session();
+  if (!UseUpstreamSummarizer(req, *p, session, upstream_url_, env_, &summarizer, &o.summarizer,
+                             res))
     return;
-  auto c = ComputeCompaction(**s, o);
+  auto c = ComputeCompaction(session, o);
   if (!c.ok()) return Fail(res, c.status());
   if (c->result.compacted && !o.dry_run) {
-    Status recorded = RecordCompaction(*store_, id, **s, *c);
+    Status recorded = RecordCompaction(*store_, id, session, *c);
     if (!recorded.ok()) return Fail(res, recorded);
   }
   Ok(res, CompactionResultJson(c->result, o.dry_run));
@@ -511,13 +507,13 @@ void SessionService::Compact(const ServiceRequest& req, ServiceResponse& res) {
 void SessionService::Entries(const ServiceRequest& req, ServiceResponse& res) {
   const std::string& id = req.path_params.at("id");
   if (!Writable(*store_, id, res)) return;
-  auto s = store_->Load(id);
+  auto s = loaded_->Acquire(id);
   if (!s.ok()) return Fail(res, s.status());
   std::vector<std::string> ids;
-  auto lines = CompleteEntries(**s, req.body, env_, &ids);
+  auto lines = CompleteEntries(s->session(), req.body, env_, &ids);
   if (!lines.ok()) return Fail(res, lines.status());
   StoreAppendOptions ao;
-  ao.expected_entries = (*s)->size();
+  ao.expected_entries = s->session().size();
   Status appended = store_->Append(id, *lines, ao);
   if (!appended.ok()) return Fail(res, appended);
   Ok(res, Dump(Json{{"ids", ids}}), 201);
@@ -556,15 +552,16 @@ void SessionService::Branch(const ServiceRequest& req, ServiceResponse& res) {
     o.summarizer = summarizer.get();
   }
   if (!o.dry_run && !Writable(*store_, id, res)) return;
-  auto s = store_->Load(id);
+  auto s = loaded_->Acquire(id);
   if (!s.ok()) return Fail(res, s.status());
-  if (!UseUpstreamSummarizer(req, *p, **s, upstream_url_, env_, &summarizer, &o.summarizer, res))
+  if (!UseUpstreamSummarizer(req, *p, s->session(), upstream_url_, env_, &summarizer, &o.summarizer,
+                             res))
     return;
-  auto r = ComputeBranch(**s, o);
+  auto r = ComputeBranch(s->session(), o);
   if (!r.ok()) return Fail(res, r.status());
   if (!r->noop && !o.dry_run && !r->appended.empty()) {
     StoreAppendOptions ao;
-    ao.expected_entries = (*s)->size();
+    ao.expected_entries = s->session().size();
     Status appended = store_->Append(id, r->appended, ao);
     if (!appended.ok()) return Fail(res, appended);
   }

@@ -19,6 +19,7 @@
 #include "compactor/providers.h"
 #include "compactor/serve.h"
 #include "compactor/store.h"
+#include "serve/loaded_sessions.h"
 #include "serve/recorder.h"
 #include "serve/server.h"
 #include "serve/service.h"
@@ -62,6 +63,9 @@ class SessionService {
   CompactionSettings settings_;
   std::vector<ModelConfig> models_;
   std::unique_ptr<SessionStore> store_;
+  // Sessions kept loaded between requests (declared after the store, which
+  // it reads: destroyed before it).
+  std::unique_ptr<LoadedSessions> loaded_;
   std::unique_ptr<ConversationRecorder> recorder_;
   std::shared_ptr<RecordingHook> hook_;
 };
