@@ -11,6 +11,8 @@ build=${1:-$root/build}
 # to it.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
+# chromium is the browser of the web viewer's test (ctest BrowserViewer,
+# tests/viewer/run.sh; playwright-core drives it, scripts/test.d/viewer.sh).
 # nginx is the peer of the serve benchmark (bench/serve_bench.cc), which
 # ctest runs as serve_bench_quick: without it that test fails.
 # g++ brings the ASan and UBSan runtimes (libasan8, libubsan1, through
@@ -22,7 +24,7 @@ packages=(
   zlib1g-dev libbrotli-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm time clang-format clang-tidy
-  nginx
+  nginx chromium
 )
 missing=()
 for p in "${packages[@]}"; do
