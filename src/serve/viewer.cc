@@ -70,8 +70,8 @@ void ServeFile(const ServiceRequest& req, ServiceResponse& res, std::string_view
   res.headers.emplace_back("ETag", etag);
   auto v = req.params.find("v");
   bool versioned = v != req.params.end() && v->second == tag;
-  res.headers.emplace_back("Cache-Control", versioned ? "public, max-age=31536000, immutable"
-                                                      : "no-cache");
+  res.headers.emplace_back("Cache-Control",
+                           versioned ? "public, max-age=31536000, immutable" : "no-cache");
   res.content_type = std::string(ContentTypeOf(name));
   if (HeaderValue(req.headers, "if-none-match") == etag) {
     res.status = 304;
@@ -148,27 +148,27 @@ void RegisterViewer(ServiceRouter& router, std::string token, bool requires_toke
              [tag, page](const ServiceRequest& req, ServiceResponse& res) {
                ServeFile(req, res, req.path_params.at("name"), tag, page);
              });
-  router.Add("POST", "/compactor/v1/login",
-             [token = std::move(token), requires_token](const ServiceRequest& req,
-                                                        ServiceResponse& res) {
-               res.content_type = "application/json";
-               if (!requires_token) {
-                 res.body = R"({"required":false})";
-                 return;
-               }
-               auto body = nlohmann::json::parse(req.body, nullptr, false);
-               std::string given;
-               if (body.is_object() && body.contains("token") && body["token"].is_string())
-                 given = body["token"].get<std::string>();
-               if (given.empty() || !ConstantTimeEquals(given, token) || !CookieSafe(token)) {
-                 return ServiceError(res, 401, "unauthorized",
-                                     "wrong token: the token is the value of "
-                                     "COMPACTOR_SERVE_TOKEN where compactor serve runs");
-               }
-               res.headers.emplace_back("Set-Cookie", TokenCookie(token, false));
-               res.headers.emplace_back("Cache-Control", "no-store");
-               res.body = R"({"required":true})";
-             });
+  router.Add(
+      "POST", "/compactor/v1/login",
+      [token = std::move(token), requires_token](const ServiceRequest& req, ServiceResponse& res) {
+        res.content_type = "application/json";
+        if (!requires_token) {
+          res.body = R"({"required":false})";
+          return;
+        }
+        auto body = nlohmann::json::parse(req.body, nullptr, false);
+        std::string given;
+        if (body.is_object() && body.contains("token") && body["token"].is_string())
+          given = body["token"].get<std::string>();
+        if (given.empty() || !ConstantTimeEquals(given, token) || !CookieSafe(token)) {
+          return ServiceError(res, 401, "unauthorized",
+                              "wrong token: the token is the value of "
+                              "COMPACTOR_SERVE_TOKEN where compactor serve runs");
+        }
+        res.headers.emplace_back("Set-Cookie", TokenCookie(token, false));
+        res.headers.emplace_back("Cache-Control", "no-store");
+        res.body = R"({"required":true})";
+      });
   router.Add("POST", "/compactor/v1/logout", [](const ServiceRequest&, ServiceResponse& res) {
     res.headers.emplace_back("Set-Cookie", TokenCookie("", true));
     res.content_type = "application/json";

@@ -87,7 +87,8 @@ TEST_F(ViewerTest, TheFilesAreTheSourcesCompiledIn) {
     for (const serve::EmbeddedFile& f : serve::ViewerFiles()) {
       if (f.name != name) continue;
       found = true;
-      EXPECT_EQ(f.body, ReadFileOrDie(std::string(COMPACTOR_SOURCE_DIR) + "/src/serve/viewer/" + name));
+      EXPECT_EQ(f.body,
+                ReadFileOrDie(std::string(COMPACTOR_SOURCE_DIR) + "/src/serve/viewer/" + name));
     }
     EXPECT_TRUE(found) << name;
   }
@@ -109,7 +110,8 @@ TEST_F(ViewerTest, OffLoopbackTheSignInSetsAStrictHttpOnlyCookie) {
   EXPECT_NE(cookie.find("SameSite=Strict"), std::string::npos);
   EXPECT_EQ(Get("/compactor/v1/sessions", {{"cookie", "a=b; compactor_token=tok-viewer-1"}}).status,
             200);
-  EXPECT_EQ(Get("/compactor/v1/sessions", {{"cookie", "compactor_token=tok-viewer-2"}}).status, 401);
+  EXPECT_EQ(Get("/compactor/v1/sessions", {{"cookie", "compactor_token=tok-viewer-2"}}).status,
+            401);
   EXPECT_NE(Post("/compactor/v1/logout", "").Header("set-cookie").find("Max-Age=0"),
             std::string::npos);
 }

@@ -185,7 +185,10 @@ async function openSession(id, entryId) {
   renderRows(true);
   scrollToRow(S.focus);
   resetDetails();
-  if (entryId && S.byId.has(entryId)) await choose(S.byId.get(entryId));
+  if (entryId && S.byId.has(entryId)) {
+    reveal(S.byId.get(entryId));
+    await choose(S.byId.get(entryId));
+  }
   say(`Loaded ${fmt.format(S.entries.length)} entries in ${Math.round(performance.now() - t0)} ms`);
 }
 
