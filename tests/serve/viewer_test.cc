@@ -144,8 +144,10 @@ TEST_F(ViewerTest, EntryOutlineAndWindowDescribeTheSession) {
     EXPECT_EQ(outline["entries"][i]["id"], std::string((*s)->entry(i).id));
     EXPECT_LE(outline["entries"][i]["text"].get<std::string>().size(), 160u);
   }
-  EXPECT_EQ(outline["entries"][3]["text"],
+  EXPECT_EQ(outline["entries"][0]["text"], "anthropic/claude-sonnet-4-5");
+  EXPECT_EQ(outline["entries"][2]["text"],
             "Please read src/tokenize.ts and fix the off-by-one in the scanner loop.");
+  EXPECT_EQ(outline["entries"][3]["text"], R"([thinking] read({"path":"src/tokenize.ts"}))");
 
   Json w = Json::parse(Get(base + "/window").body);
   EXPECT_EQ(w["contextWindow"], 100000);

@@ -42,15 +42,22 @@ const treeitem = (page, id) => page.getByRole('treeitem', {name: new RegExp(`^\\
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const timeout = 30000;
 
-// Every node of the accessibility tree with role button or link has a
-// non-empty name (Chromium's own tree, through the DevTools protocol).
+// Every node of the accessibility tree with role button or link (and every
+// field, the tree, its items and the meter) has a non-empty name (Chromium's
+// own tree, through the DevTools protocol).
 async function unnamedControls(page) {
   const cdp = await page.context().newCDPSession(page);
   const {nodes} = await cdp.send('Accessibility.getFullAXTree');
   await cdp.detach();
-  const roles = new Set(['button', 'link']);
+  const roles = new Set(['button', 'link', 'textbox', 'searchbox', 'spinbutton', 'tree', 'treeitem',
+    'meter']);
   return nodes.filter((n) => !n.ignored && n.role && roles.has(n.role.value) &&
       !(n.name && String(n.name.value).trim())).map((n) => `${n.role.value}#${n.backendDOMNodeId}`);
+}
+
+async function checkNames(page, what) {
+  const unnamed = await unnamedControls(page);
+  check(unnamed.length === 0, what, `unnamed: ${unnamed.join(', ')}`);
 }
 
 // A CPU-bound workload in the page: the machine's speed right now.
@@ -136,7 +143,7 @@ async function desktop(browser) {
   await page.getByRole('searchbox', {name: /search/i}).fill('big-session');
   check(await page.locator('#session-list li').count() === 1, 'search narrows the list');
   await page.getByRole('searchbox', {name: /search/i}).fill('');
-  check(await unnamedControls(page).then((u) => u.length === 0), 'list: every button and link has a name');
+  await checkNames(page, 'list: every button, link and field has a name');
   await page.screenshot({path: join(args.out, 'list-1280x800.png'), fullPage: true});
 
   // The fixture session (read-only), by mouse from the list.
@@ -211,7 +218,7 @@ async function desktop(browser) {
   const labelled = apiTree.entries.find((e) => e.label);
   check(!labelled || (await treeitem(page, labelled.id).textContent())
       .includes(labelled.label), 'labels are shown in the tree');
-  check(await unnamedControls(page).then((u) => u.length === 0), 'session: every button and link has a name');
+  await checkNames(page, 'session: every button, link, field, tree item and the meter have names');
   await treeitem(page, compactionEntry.id).click();
   await region.waitFor({timeout});
   await page.screenshot({path: join(args.out, 'session-1280x800.png'), fullPage: true});
@@ -323,7 +330,7 @@ async function narrow(browser) {
   await page.goto(`${args.url}/compactor/#/s/${fixtureId}/e/${compactionEntry.id}`);
   await page.getByRole('region', {name: /Compaction/}).waitFor({timeout});
   check(await overflow() <= 0, 'narrow session: no horizontal scrolling');
-  check(await unnamedControls(page).then((u) => u.length === 0), 'narrow: every button and link has a name');
+  await checkNames(page, 'narrow: every button and link has a name');
   await page.screenshot({path: join(args.out, 'session-390x844.png'), fullPage: true});
   await context.close();
 }

@@ -320,9 +320,11 @@ function toggle(i, open) {
   if (!expandable(i)) return false;
   const isOpen = !S.collapsed.has(i);
   if (open === isOpen) return false;
+  const focused = S.rows[S.focus];
   if (isOpen) S.collapsed.add(i); else S.collapsed.delete(i);
   layout();
-  S.focus = Math.max(0, S.rowOf[S.rows[S.focus]] >= 0 ? S.rowOf[S.rows[S.focus]] : S.rowOf[i]);
+  // The focused entry keeps the focus; if it was hidden, the branch point takes it.
+  S.focus = Math.max(0, S.rowOf[focused] >= 0 ? S.rowOf[focused] : S.rowOf[i]);
   renderRows(true);
   scrollToRow(S.focus);
   return true;
