@@ -14,6 +14,8 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHD
 # libpq-dev: the PostgreSQL session store; postgresql: the throwaway server
 # its tests start (tests/store/pg_server.sh, ctest StoreDatabase and
 # ScaleOutDatabase), never the machine's own cluster.
+# chromium is the browser of the web viewer's test (ctest BrowserViewer,
+# tests/viewer/run.sh; playwright-core drives it, scripts/test.d/viewer.sh).
 # nginx is the peer of the serve benchmark (bench/serve_bench.cc), which
 # ctest runs as serve_bench_quick: without it that test fails.
 # g++ brings the ASan and UBSan runtimes (libasan8, libubsan1, through
@@ -26,7 +28,7 @@ packages=(
   libpq-dev postgresql
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm time clang-format clang-tidy
-  nginx
+  nginx chromium
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -16,6 +16,7 @@
 #include "compactor/strategy.h"
 #include "compactor/summarizer.h"
 #include "compactor/writer.h"
+#include "serve/compact_plan.h"
 #include "serve/upstream_summarizer.h"
 
 namespace compactor::serve {
@@ -326,6 +327,14 @@ Result<std::unique_ptr<SessionService>> SessionService::Install(Server& server,
     std::string root = srv->proxy().UpstreamFor(ClassifyPath(path), {});
     return root.empty() || path.empty() ? "" : JoinUpstream(root, path);
   };
+  // The window the viewer's context bar measures against: as the proxy
+  // chooses it (--context-window, the settings' models, the built-in table).
+  svc->window_of_ = [fixed = options.context_window,
+                     windows = options.model_windows](const std::string& model) -> int64_t {
+    if (fixed > 0) return fixed;
+    auto it = windows.find(model);
+    return it != windows.end() ? it->second : BuiltinContextWindow(model);
+  };
   svc->Register(server.router());
   return svc;
 }
@@ -347,6 +356,10 @@ void SessionService::Register(ServiceRouter& router) {
   router.Add("POST", s + "/{id}/entries", bind(&SessionService::Entries));
   router.Add("POST", s + "/{id}/branch", bind(&SessionService::Branch));
   router.Add("POST", std::string(kPrefix) + "/compact", bind(&SessionService::CompactStateless));
+  // For the web viewer (docs/viewer.md).
+  router.Add("GET", s + "/{id}/entries/{entry}", bind(&SessionService::EntryOf));
+  router.Add("GET", s + "/{id}/outline", bind(&SessionService::Outline));
+  router.Add("GET", s + "/{id}/window", bind(&SessionService::Window));
 }
 
 void SessionService::List(const ServiceRequest& /*req*/, ServiceResponse& res) {
@@ -603,6 +616,160 @@ void SessionService::CompactStateless(const ServiceRequest& req, ServiceResponse
   if (!ctx.ok()) return Fail(res, ctx.status());
   Ok(res, "{\"compaction\":" + CompactionResultJson(c->result, true) +
               ",\"context\":" + ContextToJson(*ctx) + "}");
+}
+
+// --- for the web viewer ------------------------------------------------------
+
+namespace {
+
+constexpr size_t kOutlineBytes = 160;
+
+// `text` on one line, at most kOutlineBytes bytes, cut at a UTF-8 boundary.
+std::string OneLine(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= kOutlineBytes) break;
+    bool space = c == '\n' || c == '\r' || c == '\t';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out.push_back(space ? ' ' : c);
+  }
+  if (out.size() >= kOutlineBytes) {
+    size_t cut = kOutlineBytes;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    out.resize(cut);
+  }
+  return out;
+}
+
+// The readable part of a message's content: its text blocks, tool calls as
+// "name(arguments)", images as "[image]".
+std::string ContentText(const Json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string out;
+  if (!content.is_array()) return out;
+  for (const Json& b : content) {
+    if (!b.is_object() || out.size() > kOutlineBytes) continue;
+    std::string type = b.value("type", "");
+    if (!out.empty()) out += ' ';
+    if (type == "text" && b.contains("text") && b["text"].is_string()) {
+      out += b["text"].get<std::string>();
+    } else if (type == "toolCall") {
+      out += b.value("name", "tool") + "(" +
+             (b.contains("arguments") ? Dump(b["arguments"]) : std::string()) + ")";
+    } else if (type == "image") {
+      out += "[image]";
+    } else if (type == "thinking") {
+      out += "[thinking]";
+    }
+  }
+  return out;
+}
+
+std::string MessageOutline(std::string_view json) {
+  Json m = Json::parse(json, nullptr, false);
+  if (!m.is_object()) return "";
+  std::string role = m.value("role", "");
+  if (role == "bashExecution") return "$ " + m.value("command", "");
+  std::string text = m.contains("content") ? ContentText(m["content"]) : "";
+  if (role == "toolResult") return m.value("toolName", "tool") + ": " + text;
+  return text;
+}
+
+// One line saying what an entry is about (docs/api.md, outline).
+std::string EntryOutline(const Session& s, size_t i) {
+  const Entry& e = s.entry(i);
+  auto field = [&](std::string_view key) { return s.StringField(i, key).value_or(""); };
+  switch (e.type) {
+    case EntryType::kMessage:
+      return OneLine(MessageOutline(s.MessageJson(i)));
+    case EntryType::kCompaction:
+    case EntryType::kBranchSummary:
+      return OneLine(field("summary"));
+    case EntryType::kModelChange:
+      return OneLine(std::string(e.provider) + "/" + std::string(e.model));
+    case EntryType::kThinkingLevelChange:
+      return OneLine(e.thinking_level);
+    case EntryType::kLabel:
+      return OneLine(std::string(e.label) + " -> " + std::string(e.target_id));
+    case EntryType::kSessionInfo:
+      return OneLine(e.name);
+    case EntryType::kCustomMessage: {
+      Json c = Json::parse(s.FieldJson(i, "content"), nullptr, false);
+      return OneLine(c.is_discarded() ? field("customType") : ContentText(c));
+    }
+    default:
+      return OneLine(field("customType"));
+  }
+}
+
+}  // namespace
+
+void SessionService::EntryOf(const ServiceRequest& req, ServiceResponse& res) {
+  auto s = loaded_->Acquire(req.path_params.at("id"));
+  if (!s.ok()) return Fail(res, s.status());
+  const std::string& entry = req.path_params.at("entry");
+  std::optional<size_t> i = s->session().Find(entry);
+  if (!i) return ServiceError(res, 404, "not_found", "no entry " + entry + " in the session");
+  Ok(res, s->session().EntryJson(*i));
+}
+
+void SessionService::Outline(const ServiceRequest& req, ServiceResponse& res) {
+  auto s = loaded_->Acquire(req.path_params.at("id"));
+  if (!s.ok()) return Fail(res, s.status());
+  const Session& session = s->session();
+  std::string out = "{\"entries\":[";
+  for (size_t i = 0; i < session.size(); ++i) {
+    Json line;
+    line["id"] = session.entry(i).id;
+    line["timestamp"] = session.entry(i).timestamp;
+    line["text"] = EntryOutline(session, i);
+    if (i > 0) out += ',';
+    out += Dump(line);
+  }
+  out += "]}";
+  Ok(res, std::move(out));
+}
+
+void SessionService::Window(const ServiceRequest& req, ServiceResponse& res) {
+  auto p = Params::Of(req, false);
+  if (!p.ok()) return Fail(res, p.status());
+  auto window = p->Int("contextWindow");
+  if (!window.ok()) return Fail(res, window.status());
+  auto s = loaded_->Acquire(req.path_params.at("id"));
+  if (!s.ok()) return Fail(res, s.status());
+  const Session& session = s->session();
+  auto cached = s->Context(p->Get("leaf"), false);
+  if (!cached.ok()) return Fail(res, cached.status());
+  const SessionContext* ctx = cached->get();
+  // The messages the model sees, by where they come from: the summary of
+  // the compaction in effect, what it kept (entries before it on the path),
+  // and what came after it.
+  std::optional<size_t> compaction;
+  if (ctx->compaction_path_index) compaction = ctx->path[*ctx->compaction_path_index];
+  int64_t summary = 0, kept = 0, fresh = 0;
+  TokenCounter counter;
+  for (const ContextMessage& m : ctx->messages) {
+    int64_t t = ContextMessageTokens(session, m, counter);
+    if (compaction && m.entry_index == *compaction)
+      summary += t;
+    else if (compaction && m.entry_index < *compaction)  // its ancestors: earlier in the file
+      kept += t;
+    else
+      fresh += t;
+  }
+  std::string model = ctx->model ? ctx->model->model_id : SessionModel(session);
+  int64_t w = *window ? **window : settings_.context_window;
+  if (w <= 0 && window_of_) w = window_of_(model);
+  Json j;
+  j["leafId"] = ctx->leaf_id ? Json(*ctx->leaf_id) : Json(nullptr);
+  j["model"] = model.empty() ? Json(nullptr) : Json(model);
+  j["contextWindow"] = w > 0 ? Json(w) : Json(nullptr);
+  j["compactionId"] = compaction ? Json(session.entry(*compaction).id) : Json(nullptr);
+  j["summaryTokens"] = summary;
+  j["keptTokens"] = kept;
+  j["newTokens"] = fresh;
+  j["totalTokens"] = summary + kept + fresh;
+  Ok(res, Dump(j));
 }
 
 }  // namespace compactor::serve

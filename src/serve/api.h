@@ -55,6 +55,11 @@ class SessionService {
   void Entries(const ServiceRequest& req, ServiceResponse& res);
   void Branch(const ServiceRequest& req, ServiceResponse& res);
   void CompactStateless(const ServiceRequest& req, ServiceResponse& res);
+  // For the web viewer: one stored entry, a line of text per entry, the
+  // context's tokens by origin against the window.
+  void EntryOf(const ServiceRequest& req, ServiceResponse& res);
+  void Outline(const ServiceRequest& req, ServiceResponse& res);
+  void Window(const ServiceRequest& req, ServiceResponse& res);
 
   Env* env_ = nullptr;
   // The upstream URL of an API's model endpoint ("" when serve has none for
@@ -62,6 +67,8 @@ class SessionService {
   std::function<std::string(const std::string& api)> upstream_url_;
   CompactionSettings settings_;
   std::vector<ModelConfig> models_;
+  // A model's context window as the proxy sees it (0: unknown).
+  std::function<int64_t(const std::string& model)> window_of_;
   std::unique_ptr<SessionStore> store_;
   // Sessions kept loaded between requests (declared after the store, which
   // it reads: destroyed before it).

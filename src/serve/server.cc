@@ -6,6 +6,7 @@
 #include "serve/api.h"
 #include "serve/compact_hook.h"
 #include "serve/content_encoding.h"
+#include "serve/viewer.h"
 
 namespace compactor::serve {
 namespace {
@@ -60,6 +61,8 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
     requested_port_ = listen->port;
   }
   requires_token_ = !IsLoopbackHost(host_);
+  // The web viewer at /compactor/ (docs/viewer.md).
+  RegisterViewer(router_, options_.token, requires_token_);
   // Compaction in the proxy (docs/serve.md).
   CompactHookOptions compact;
   compact.context_window = options_.context_window;
@@ -101,12 +104,17 @@ std::string Server::url() const {
 
 void Server::Shutdown() { http_.Drain(); }
 
-bool Server::Authorized(const Connection& conn) const {
-  if (!requires_token_) return true;
+bool Server::Authorized(const Connection& conn, std::string_view method,
+                        std::string_view path) const {
+  if (!requires_token_ || IsPublicServicePath(method, path)) return true;
   std::string_view auth = HeaderValue(conn.headers, "authorization");
   constexpr std::string_view kBearer = "Bearer ";
-  if (!StartsWithIgnoreCase(auth, kBearer)) return false;
-  return ConstantTimeEquals(auth.substr(kBearer.size()), options_.token);
+  if (StartsWithIgnoreCase(auth, kBearer))
+    return ConstantTimeEquals(auth.substr(kBearer.size()), options_.token);
+  // The viewer's sign-in cookie (HttpOnly, SameSite=Strict: another site's
+  // page cannot send it along).
+  std::string cookie = CookieValue(conn.headers, kTokenCookie);
+  return !cookie.empty() && ConstantTimeEquals(cookie, options_.token);
 }
 
 void Server::ServeService(const httplib::Request& req, httplib::Response& res,
@@ -115,7 +123,8 @@ void Server::ServeService(const httplib::Request& req, httplib::Response& res,
   ServiceResponse out;
   ServiceRequest in;
   std::string raw;
-  bool authorized = Authorized(*conn);
+  size_t q = req.target.find('?');
+  bool authorized = Authorized(*conn, req.method, std::string_view(req.target).substr(0, q));
   // An unauthorized body is not read: the connection closes after the 401.
   Status read = authorized ? ReadBody(reader, options_.max_body_bytes, &raw) : Status::Ok();
   if (!authorized) {
@@ -138,7 +147,6 @@ void Server::ServeService(const httplib::Request& req, httplib::Response& res,
       ServiceError(out, status, status == 415 ? "unsupported_encoding" : "bad_request",
                    body.status().message());
     } else {
-      size_t q = req.target.find('?');
       in.method = req.method;
       in.path = req.target.substr(0, q);
       in.query = q == std::string::npos ? "" : req.target.substr(q + 1);

@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "compactor/serve.h"
@@ -66,7 +67,9 @@ class Server {
                 const httplib::ContentReader* reader);
   void ServeService(const httplib::Request& req, httplib::Response& res,
                     const httplib::ContentReader* reader, RequestRecord& record);
-  bool Authorized(const Connection& conn) const;
+  // Off loopback: the bearer token or the viewer's cookie, except on the
+  // viewer's public paths (serve/viewer.h).
+  bool Authorized(const Connection& conn, std::string_view method, std::string_view path) const;
 
   ServeOptions options_;
   ForwardedCallback on_forwarded_;      // before proxy_: the hook points at it
