@@ -13,12 +13,7 @@
 
 namespace compactor {
 namespace internal {
-namespace {
 
-constexpr std::string_view kAliases[] = {"context-full"};
-
-// Summarizes the history and, for a split turn, the turn prefix (the two run
-// concurrently), merged under pi's divider; the file lists footer appended.
 Result<std::string> SummarizePreparation(const Session& session, const CompactOptions& o,
                                          const CompactionPreparation& prep,
                                          const Summarizer& summarizer, std::string* preserve,
@@ -82,6 +77,10 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
   }
   return summary + FormatFileOperations(prep.file_lists);
 }
+
+namespace {
+
+constexpr std::string_view kAliases[] = {"context-full"};
 
 class Summary final : public CompactionStrategy {
  public:
