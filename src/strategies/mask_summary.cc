@@ -67,8 +67,8 @@ void Unmask(const Session& s, std::vector<ContextMessage>* msgs) {
 // compactions' messages before the cut are covered by the new summary.
 std::vector<ContextMessage> View(const Session& s, const std::vector<size_t>& path,
                                  const std::vector<ContextMessage>& before,
-                                 std::optional<ContextMessage> summary,
-                                 std::string_view first_kept, const Placeholders& masked) {
+                                 std::optional<ContextMessage> summary, std::string_view first_kept,
+                                 const Placeholders& masked) {
   std::vector<ContextMessage> out;
   if (!summary) {
     out = before;
@@ -220,7 +220,9 @@ class MaskSummary final : public CompactionStrategy {
           f.summary, SummarizePreparation(session, o, *prep, summarizer, &preserve, &r));
       f.first_kept_entry_id = prep->first_kept_entry_id;
       files = prep->file_lists;
-      summary_message = ContextMessage{Role::kCompactionSummary, path.back(), {},
+      summary_message = ContextMessage{Role::kCompactionSummary,
+                                       path.back(),
+                                       {},
                                        MakeCompactionSummaryJson(f.summary, f.tokens_before, 0),
                                        {}};
     } else if (plan.outputs.empty()) {
@@ -279,9 +281,8 @@ class MaskSummary final : public CompactionStrategy {
       summary = EntryMessage(s, index);
       if (!summary) return false;
     }
-    std::vector<ContextMessage> view =
-        View(s, before->path, before->messages, std::move(summary),
-             s.entry(index).first_kept_entry_id, masked);
+    std::vector<ContextMessage> view = View(s, before->path, before->messages, std::move(summary),
+                                            s.entry(index).first_kept_entry_id, masked);
     for (ContextMessage& m : view) out->push_back(std::move(m));
     return true;
   }

@@ -1,10 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "compactor/compact.h"
 #include "compactor/context.h"
@@ -99,7 +98,8 @@ TEST(MaskSummaryStrategy, MasksWithoutASummaryWhenMaskingIsEnough) {
   EXPECT_EQ(view[78]["content"][0]["text"], std::string(2000, 'x'));
   EXPECT_EQ(ours->messages.size(), 80u);
   // Σ estimate of the view is what the entry recorded.
-  EXPECT_EQ(entry["tokensAfter"].get<int64_t>(), EstimateContextTokens(ours->messages).heuristic_sum);
+  EXPECT_EQ(entry["tokensAfter"].get<int64_t>(),
+            EstimateContextTokens(ours->messages).heuristic_sum);
   ExpectPairsKept(view);
 
   auto pi = BuildSessionContext(**after);
@@ -155,7 +155,8 @@ TEST(MaskSummaryStrategy, SummarizesWhatMaskingLeavesOverTheThreshold) {
   size_t masked = 0;
   for (const nlohmann::json& m : view) masked += IsPlaceholder(m) ? 1 : 0;
   EXPECT_GT(masked, 0u);
-  EXPECT_EQ(entry["tokensAfter"].get<int64_t>(), EstimateContextTokens(ours->messages).heuristic_sum);
+  EXPECT_EQ(entry["tokensAfter"].get<int64_t>(),
+            EstimateContextTokens(ours->messages).heuristic_sum);
 
   // pi: the same summary and the same kept entries, unmasked.
   auto pi = BuildSessionContext(**after);
@@ -194,9 +195,10 @@ TEST(MaskSummaryStrategy, IsIdempotentAndChains) {
     const std::string n = std::to_string(t);
     std::vector<std::pair<std::string, std::string>> msgs = {
         {"u" + n, R"({"role":"user","content":"more )" + n + R"(","timestamp":5})"},
-        {"a" + n, R"({"role":"assistant","content":[{"type":"toolCall","id":"k)" + n +
-                      R"(","name":"edit","arguments":{"path":"g)" + n +
-                      R"(.ts"}}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":6})"},
+        {"a" + n,
+         R"({"role":"assistant","content":[{"type":"toolCall","id":"k)" + n +
+             R"(","name":"edit","arguments":{"path":"g)" + n +
+             R"(.ts"}}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":6})"},
         {"r" + n, R"({"role":"toolResult","toolCallId":"k)" + n +
                       R"(","toolName":"edit","content":[{"type":"text","text":")" +
                       std::string(2000, 'y') + R"("}],"isError":false,"timestamp":7})"}};
@@ -236,10 +238,10 @@ TEST(MaskSummaryOracle, PiLoadsTheEntry) {
     o.settings.reserve_tokens = 2000;
     auto r = CompactFile(path, o);
     ASSERT_TRUE(r.ok() && r->compacted);
-    ASSERT_TRUE(AppendLines(
-                    path, {MakeMessageEntry({"after1", r->entry_id, "2026-01-01T00:00:09.000Z"},
+    ASSERT_TRUE(
+        AppendLines(path, {MakeMessageEntry({"after1", r->entry_id, "2026-01-01T00:00:09.000Z"},
                                             R"({"role":"user","content":"next","timestamp":9})")})
-                    .ok());
+            .ok());
     auto pi = testing::RunOracle({"inspect", path, "--messages", "full"});
     ASSERT_EQ(pi.exit_code, 0) << pi.err;
     auto ours = testing::RunCli({"context", path, "--json"});

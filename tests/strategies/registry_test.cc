@@ -14,9 +14,8 @@ namespace {
 TEST(StrategyRegistry, TableOrderNamesAndDefault) {
   std::vector<std::string> names;
   for (const CompactionStrategy* s : Strategies()) names.emplace_back(s->name());
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"summary", "user-prompts", "notes", "handoff", "mask",
-                                      "mask-summary"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"summary", "user-prompts", "notes", "handoff", "mask",
+                                             "mask-summary"}));
   EXPECT_EQ(DefaultStrategy().name(), "summary");
   EXPECT_EQ(&DefaultStrategy(), Strategies().front());
   EXPECT_EQ(StrategyNames(), "summary, user-prompts, notes, handoff, mask, mask-summary");
@@ -45,8 +44,9 @@ TEST(StrategyRegistry, ParseErrorsListTheRegisteredNames) {
   auto r = ParseStrategy("magic");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().message(),
-            "unknown strategy \"magic\" (summary, user-prompts, notes, handoff, mask, mask-summary)");
+  EXPECT_EQ(
+      r.status().message(),
+      "unknown strategy \"magic\" (summary, user-prompts, notes, handoff, mask, mask-summary)");
   ASSERT_TRUE(ParseStrategy("mask").ok());
   EXPECT_EQ((*ParseStrategy("mask"))->name(), "mask");
 }
