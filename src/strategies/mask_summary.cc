@@ -220,6 +220,10 @@ class MaskSummary final : public CompactionStrategy {
           f.summary, SummarizePreparation(session, o, *prep, summarizer, &preserve, &r));
       f.first_kept_entry_id = prep->first_kept_entry_id;
       files = prep->file_lists;
+      // Outputs before the cut are summarized, not shown: no placeholder to record.
+      std::erase_if(plan.outputs, [&](const ReplacedOutput& x) {
+        return x.path_index < prep->first_kept_path_index;
+      });
       summary_message = ContextMessage{Role::kCompactionSummary,
                                        path.back(),
                                        {},
