@@ -27,7 +27,7 @@ struct CompactArgs {
   bool json = false;
 };
 
-// "summary (default), user-prompts, notes, handoff, mask": the registered names.
+// "summary (default), user-prompts, notes, handoff, mask, mask-summary": the registered names.
 std::string StrategyHelp() {
   std::string out;
   for (const CompactionStrategy* s : Strategies()) {

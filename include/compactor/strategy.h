@@ -1,6 +1,6 @@
 // Compaction strategies as plugins: the interface every strategy implements
 // and the registry of the built-in ones (summary, user-prompts, notes,
-// handoff, mask). The registry is one table in src/strategies/registry.cc; it
+// handoff, mask, mask-summary). The registry is one table in src/strategies/registry.cc; it
 // feeds option parsing, settings validation, CLI help, the evaluation and the
 // expansion of compaction entries. docs/strategies.md describes each strategy
 // and how to add one.
@@ -88,7 +88,7 @@ const CompactionStrategy& DefaultStrategy();
 // By registered name or alias; nullptr when unknown.
 const CompactionStrategy* FindStrategy(std::string_view name);
 // Same; unknown -> kInvalidArgument listing the registered names:
-// unknown strategy "x" (summary, user-prompts, notes, handoff, mask).
+// unknown strategy "x" (summary, user-prompts, notes, handoff, mask, mask-summary).
 Result<const CompactionStrategy*> ParseStrategy(std::string_view name);
 
 // The registered names in table order ("summary, user-prompts, notes,

@@ -191,6 +191,14 @@ Result<ProxyStrategy> ProxyStrategyOf(std::string_view name, bool has_notes_file
     return Status::InvalidArgument(
         "a handoff starts a new session, which a client's request cannot become; use summary");
   }
+  if (name == "mask-summary") {
+    // Its masking lives in a session file's compaction entry, which only the
+    // library's context builder expands; a request has no such entry, and
+    // masking then summarizing in one request is not built (docs/serve.md).
+    return Status::InvalidArgument(
+        "mask-summary is stored as a compaction entry of a session file, which a client's request "
+        "does not have; use mask or summary");
+  }
   return Status::InvalidArgument(
       "not applied by the proxy; use summary, user-prompts, notes "
       "or mask");

@@ -13,6 +13,7 @@ const CompactionStrategy& UserPromptsStrategy();  // user_prompts.cc
 const CompactionStrategy& NotesStrategy();        // notes.cc
 const CompactionStrategy& HandoffStrategy();      // handoff.cc
 const CompactionStrategy& MaskStrategy();         // mask.cc
+const CompactionStrategy& MaskSummaryStrategy();  // mask_summary.cc
 }  // namespace internal
 
 std::span<const CompactionStrategy* const> Strategies() {
@@ -23,6 +24,7 @@ std::span<const CompactionStrategy* const> Strategies() {
       &internal::NotesStrategy(),        // Nominal Code: the notes file is the summary
       &internal::HandoffStrategy(),      // oh-my-pi: a new session from a handoff document
       &internal::MaskStrategy(),         // observation masking: old tool outputs as placeholders
+      &internal::MaskSummaryStrategy(),  // masking, then a summary of what is still over budget
   };
   return kTable;
 }

@@ -14,12 +14,7 @@
 
 namespace compactor {
 namespace internal {
-namespace {
 
-constexpr std::string_view kAliases[] = {"context-full"};
-
-// Summarizes the history and, for a split turn, the turn prefix (the two run
-// concurrently), merged under pi's divider; the file lists footer appended.
 Result<std::string> SummarizePreparation(const Session& session, const CompactOptions& o,
                                          const PrepareResult& pr, const Summarizer& summarizer,
                                          std::string* preserve, CompactionResult* r) {
@@ -103,6 +98,10 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
   }
   return summary + FormatFileOperations(prep.file_lists);
 }
+
+namespace {
+
+constexpr std::string_view kAliases[] = {"context-full"};
 
 class Summary final : public CompactionStrategy {
  public:

@@ -67,6 +67,15 @@ EntryBase NewBase(const Session& session, const std::string& parent, const Compa
 // The id of the entry the compaction is appended to: options.leaf_id or the file's leaf.
 std::string LeafIdOf(const Session& session, const CompactOptions& options);
 
+// Summarizes a preparation as the summary strategy does (summary.cc): the
+// history and, for a split turn, the turn prefix (the two run concurrently),
+// merged under pi's divider; the file lists footer appended. Compacting hooks
+// run first (*preserve receives their preserveData). Shared with mask-summary.
+Result<std::string> SummarizePreparation(const Session& session, const CompactOptions& options,
+                                         const CompactionPreparation& preparation,
+                                         const Summarizer& summarizer, std::string* preserve,
+                                         CompactionResult* result);
+
 // What strategies that work on the whole rebuilt context (user-prompts,
 // handoff, mask) measure first: the context, the counter and its size.
 struct MeasuredContext {

@@ -170,7 +170,7 @@ TEST(ParseSettingsJsonTest, NameErrorsAreWordForWord) {
        "messages or opencode)"},
       {R"({"compaction": {"strategy": "magic"}})",
        "settings file f.json: compaction.strategy: unknown strategy \"magic\" (expected summary, "
-       "user-prompts, notes, handoff, mask or off)"},
+       "user-prompts, notes, handoff, mask, mask-summary or off)"},
       {R"({"tokenizer": "p50k"})",
        "settings file f.json: unknown tokenizer \"p50k\" (estimate, o200k, cl100k)"},
       // An unknown tokenizer is reported after the type errors of later keys.

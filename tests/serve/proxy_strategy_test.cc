@@ -356,6 +356,9 @@ TEST(ProxyStrategyOfTest, HandoffAndNotesWithoutAFileAreRefused) {
   EXPECT_EQ(*serve::ProxyStrategyOf("notes", true), serve::ProxyStrategy::kNotes);
   EXPECT_FALSE(serve::ProxyStrategyOf("notes", false).ok());
   EXPECT_FALSE(serve::ProxyStrategyOf("handoff", false).ok());
+  auto mixed = serve::ProxyStrategyOf("mask-summary", false);
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("use mask or summary"), std::string::npos);
   // The notes file comes from the settings file's serve section.
   auto env = NewMemEnv();
   env->SetFile("/s.json", R"({"serve": {"notesFile": "/notes.md"}})");

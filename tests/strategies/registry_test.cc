@@ -14,12 +14,12 @@ namespace {
 TEST(StrategyRegistry, TableOrderNamesAndDefault) {
   std::vector<std::string> names;
   for (const CompactionStrategy* s : Strategies()) names.emplace_back(s->name());
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"summary", "user-prompts", "notes", "handoff", "mask"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"summary", "user-prompts", "notes", "handoff", "mask",
+                                             "mask-summary"}));
   EXPECT_EQ(DefaultStrategy().name(), "summary");
   EXPECT_EQ(&DefaultStrategy(), Strategies().front());
-  EXPECT_EQ(StrategyNames(), "summary, user-prompts, notes, handoff, mask");
-  EXPECT_EQ(StrategyNames(" "), "summary user-prompts notes handoff mask");
+  EXPECT_EQ(StrategyNames(), "summary, user-prompts, notes, handoff, mask, mask-summary");
+  EXPECT_EQ(StrategyNames(" "), "summary user-prompts notes handoff mask mask-summary");
 }
 
 TEST(StrategyRegistry, NamesAndAliasesAreUniqueAndFound) {
@@ -44,8 +44,9 @@ TEST(StrategyRegistry, ParseErrorsListTheRegisteredNames) {
   auto r = ParseStrategy("magic");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().message(),
-            "unknown strategy \"magic\" (summary, user-prompts, notes, handoff, mask)");
+  EXPECT_EQ(
+      r.status().message(),
+      "unknown strategy \"magic\" (summary, user-prompts, notes, handoff, mask, mask-summary)");
   ASSERT_TRUE(ParseStrategy("mask").ok());
   EXPECT_EQ((*ParseStrategy("mask"))->name(), "mask");
 }
@@ -63,6 +64,7 @@ TEST(StrategyRegistry, WhatEachStrategyDeclares) {
       {"notes", false, true, CompactionOutput::kAppendEntry, true, true, true},
       {"handoff", true, false, CompactionOutput::kNewSession, true, true, false},
       {"mask", false, false, CompactionOutput::kRewriteFile, false, false, true},
+      {"mask-summary", true, false, CompactionOutput::kAppendEntry, true, true, true},
   };
   for (const Expect& e : expected) {
     const CompactionStrategy* s = FindStrategy(e.name);
