@@ -70,9 +70,11 @@ std::string LeafIdOf(const Session& session, const CompactOptions& options);
 // Summarizes a preparation as the summary strategy does (summary.cc): the
 // history and, for a split turn, the turn prefix (the two run concurrently),
 // merged under pi's divider; the file lists footer appended. Compacting hooks
-// run first (*preserve receives their preserveData). Shared with mask-summary.
+// run first (*preserve receives their preserveData). The summaries read the
+// messages kept (the context's last prepared.preparation->kept_messages) as
+// later messages. Shared with mask-summary.
 Result<std::string> SummarizePreparation(const Session& session, const CompactOptions& options,
-                                         const CompactionPreparation& preparation,
+                                         const PrepareResult& prepared,
                                          const Summarizer& summarizer, std::string* preserve,
                                          CompactionResult* result);
 
