@@ -212,11 +212,7 @@ class DirectoryStore final : public SessionStore {
   }
 
   Result<std::string> Import(std::string_view jsonl) override {
-    auto s = Session::FromString(std::string(jsonl), "the imported session");
-    if (!s.ok()) return Status::InvalidArgument(s.status().message());
-    std::string id = (*s)->header().id;
-    if (!store_internal::SafeSessionId(id))
-      return Status::InvalidArgument("the session id cannot name a file: " + id);
+    COMPACTOR_ASSIGN_OR_RETURN(std::string id, store_internal::ImportedSessionId(jsonl));
     if (Find(id).ok()) return Status::FailedPrecondition("session " + id + " exists");
     std::string text(jsonl);
     if (!text.empty() && text.back() != '\n') text += '\n';

@@ -330,11 +330,7 @@ class PostgresStore final : public SessionStore {
   }
 
   Result<std::string> Import(std::string_view jsonl) override {
-    auto s = Session::FromString(std::string(jsonl), "the imported session");
-    if (!s.ok()) return Status::InvalidArgument(s.status().message());
-    std::string id = (*s)->header().id;
-    if (!store_internal::SafeSessionId(id))
-      return Status::InvalidArgument("the session id cannot name a file: " + id);
+    COMPACTOR_ASSIGN_OR_RETURN(std::string id, store_internal::ImportedSessionId(jsonl));
     SplitSession split = Split(jsonl);
     COMPACTOR_RETURN_IF_ERROR(Insert(id, split.header, split.lines));
     return id;

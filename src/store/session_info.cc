@@ -7,6 +7,7 @@
 
 #include "compactor/js_json.h"
 #include "compactor/message.h"
+#include "compactor/session.h"
 #include "compactor/writer.h"
 
 namespace compactor::store_internal {
@@ -111,6 +112,15 @@ bool SafeSessionId(std::string_view id) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '_' || c == '.';
   });
+}
+
+Result<std::string> ImportedSessionId(std::string_view jsonl) {
+  auto s = Session::FromString(std::string(jsonl), "the imported session");
+  if (!s.ok()) return Status::InvalidArgument(s.status().message());
+  std::string id = (*s)->header().id;
+  if (!SafeSessionId(id))
+    return Status::InvalidArgument("the session id cannot name a file: " + id);
+  return id;
 }
 
 }  // namespace compactor::store_internal

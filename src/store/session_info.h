@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "compactor/status.h"
 #include "compactor/store.h"
 
 namespace compactor::store_internal {
@@ -24,6 +25,10 @@ std::string StringMemberOfLine(std::string_view line, const char* key);
 // 1..128 characters of A-Z a-z 0-9 . _ - not starting with '.': an id that
 // can name a file (the directory store) and that every store accepts.
 bool SafeSessionId(std::string_view id);
+
+// The header id of a whole session file to import (SessionStore::Import):
+// kInvalidArgument when it is not a session or its id is not SafeSessionId.
+Result<std::string> ImportedSessionId(std::string_view jsonl);
 
 }  // namespace compactor::store_internal
 

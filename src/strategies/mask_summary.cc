@@ -216,8 +216,8 @@ class MaskSummary final : public CompactionStrategy {
       r.summarized_tokens =
           EstimateContextTokens(session, prep->messages_to_summarize, mc.counter).heuristic_sum +
           EstimateContextTokens(session, prep->turn_prefix_messages, mc.counter).heuristic_sum;
-      COMPACTOR_ASSIGN_OR_RETURN(
-          f.summary, SummarizePreparation(session, o, pr, summarizer, &preserve, &r));
+      COMPACTOR_ASSIGN_OR_RETURN(f.summary,
+                                 SummarizePreparation(session, o, pr, summarizer, &preserve, &r));
       f.first_kept_entry_id = prep->first_kept_entry_id;
       files = prep->file_lists;
       // Outputs before the cut are summarized, not shown: no placeholder to record.
