@@ -209,18 +209,15 @@ void BM_ServiceAppendAndContext(benchmark::State& state) {
   static int64_t n = 3000000;
   size_t messages = 0;
   for (auto _ : state) {
-    std::string line;
-    size_t size = 0;
     {
       auto h = loaded.Acquire(id);
       if (!h.ok()) return state.SkipWithError(h.status().ToString().c_str());
-      line = NextLine(h->session(), ++n);
-      size = h->session().size();
+      compactor::StoreAppendOptions ao;
+      ao.expected_entries = h->session().size();
+      ao.loaded = &h->session();
+      if (auto st = (*store)->Append(id, {NextLine(h->session(), ++n)}, ao); !st.ok())
+        return state.SkipWithError(st.ToString().c_str());
     }
-    compactor::StoreAppendOptions ao;
-    ao.expected_entries = size;
-    if (auto st = (*store)->Append(id, {line}, ao); !st.ok())
-      return state.SkipWithError(st.ToString().c_str());
     auto h = loaded.Acquire(id);
     if (!h.ok()) return state.SkipWithError(h.status().ToString().c_str());
     auto ctx = h->Context(std::nullopt, true);

@@ -189,6 +189,11 @@ class Session {
   // Grows by one with each full reload by Refresh (0 after Open): caches
   // built on this session (ContextCache, context.h) compare it.
   uint64_t generation() const;
+  // The identity (device, inode, size, mtime) of the file as of the last
+  // read by Open or Refresh; nullopt for a session not read from a regular
+  // file. The file's identity still equal to it means nothing was appended
+  // to it or rewritten since.
+  std::optional<FileIdentity> file_identity() const;
   // Same, over bytes in memory (tests, stdin). `name` is used in messages.
   static Result<std::unique_ptr<Session>> FromString(std::string contents, std::string name,
                                                      const LoadOptions& options = {});

@@ -52,6 +52,13 @@ struct StoreAppendOptions {
   // number now, nothing is written and the answer is kFailedPrecondition
   // ("changed since it was read"). nullopt: append whatever the session holds.
   std::optional<size_t> expected_entries;
+  // The caller's copy of the session, read from this store, whose size() is
+  // expected_entries (null: none). A store that can tell from it that the
+  // session has not changed since it was read appends without reading the
+  // session again to count its entries (the directory store compares the
+  // file's identity with Session::file_identity()): an append to a large
+  // loaded session then costs what the new lines cost.
+  const Session* loaded = nullptr;
 };
 
 // A claim on writing one summary (SessionStore::TryClaimSummary), held

@@ -436,6 +436,7 @@ Status RecordCompaction(SessionStore& store, const std::string& id, const Sessio
     case CompactionOutput::kAppendEntry: {
       StoreAppendOptions ao;
       ao.expected_entries = s.size();
+      ao.loaded = &s;
       return store.Append(id, {c.result.entry_json}, ao);
     }
     case CompactionOutput::kNewSession: {
@@ -527,6 +528,7 @@ void SessionService::Entries(const ServiceRequest& req, ServiceResponse& res) {
   if (!lines.ok()) return Fail(res, lines.status());
   StoreAppendOptions ao;
   ao.expected_entries = s->session().size();
+  ao.loaded = &s->session();
   Status appended = store_->Append(id, *lines, ao);
   if (!appended.ok()) return Fail(res, appended);
   Ok(res, Dump(Json{{"ids", ids}}), 201);
@@ -575,6 +577,7 @@ void SessionService::Branch(const ServiceRequest& req, ServiceResponse& res) {
   if (!r->noop && !o.dry_run && !r->appended.empty()) {
     StoreAppendOptions ao;
     ao.expected_entries = s->session().size();
+    ao.loaded = &s->session();
     Status appended = store_->Append(id, r->appended, ao);
     if (!appended.ok()) return Fail(res, appended);
   }

@@ -1225,6 +1225,11 @@ Result<RefreshResult> Session::Refresh() {
 
 uint64_t Session::generation() const { return impl_->generation; }
 
+std::optional<FileIdentity> Session::file_identity() const {
+  if (!impl_->file.identity()) return std::nullopt;
+  return impl_->seen;
+}
+
 Status Session::CheckIntact() const {
   if (impl_->file.truncated()) return TruncatedError(impl_->path);
   return Status::Ok();

@@ -231,8 +231,14 @@ class DirectoryStore final : public SessionStore {
       s = AppendLines(slot.path, lines, ao);
     } else {
       const size_t expected = *options.expected_entries;
+      // Unchanged since the caller's copy was read: no need to count again.
+      std::optional<FileIdentity> read;
+      if (const Session* l = options.loaded;
+          l != nullptr && l->size() == expected && l->path() == slot.path) {
+        read = l->file_identity();
+      }
       s = AppendComputedLines(
-          slot.path, std::nullopt, lines,
+          slot.path, read, lines,
           [&](const Session& now) -> Result<std::vector<std::string>> {
             if (now.size() != expected) return Changed(id, expected, now.size());
             return lines;

@@ -244,3 +244,37 @@ TEST(DirectoryStore, ACrashKeepsWhatWasSyncedAndNeverATornSession) {
 
 }  // namespace
 }  // namespace compactor::testing
+
+namespace compactor::testing {
+namespace {
+
+// With the caller's loaded copy, an unchanged file is appended to without
+// counting its entries again; a file another writer appended to since is
+// still refused.
+TEST(DirectoryStore, AnAppendCheckedAgainstALoadedCopySeesOtherWriters) {
+  TempDir w;
+  w.Write("a.jsonl", Header("sess-a") + UserEntry("e1", "", "first"));
+  auto store = Open(w.path());
+  auto loaded = store->Load("sess-a");
+  ASSERT_TRUE(loaded.ok());
+  StoreAppendOptions ao;
+  ao.expected_entries = (*loaded)->size();
+  ao.loaded = loaded->get();
+  std::string e2 = UserEntry("e2", "e1", "second");
+  e2.pop_back();  // no newline: Append takes lines
+  ASSERT_TRUE(store->Append("sess-a", {e2}, ao).ok());
+  // Our copy is now behind the file: the same check must refuse.
+  std::string e3 = UserEntry("e3", "e1", "third");
+  e3.pop_back();
+  Status again = store->Append("sess-a", {e3}, ao);
+  EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition) << again.ToString();
+  ASSERT_TRUE((*loaded)->Refresh().ok());
+  ao.expected_entries = (*loaded)->size();
+  EXPECT_TRUE(store->Append("sess-a", {e3}, ao).ok());
+  auto now = store->Load("sess-a");
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ((*now)->size(), 3u);
+}
+
+}  // namespace
+}  // namespace compactor::testing

@@ -527,7 +527,10 @@ async function showCompaction(i, raw) {
     renderRows(true);
   });
   const cut = S.byId.get(raw.firstKeptEntryId);
-  const strategy = details.strategy || (raw.fromHook ? 'extension hook' : 'summary');
+  // Compactor's entries name their strategy in "method"; pi's own entries
+  // carry none and are pi's summary compaction.
+  const strategy = raw.method || details.strategy ||
+      (raw.fromHook ? 'extension hook' : 'summary (pi)');
   setDetails(`Compaction ${e.id}`,
       facts([
         ['Strategy', strategy],
