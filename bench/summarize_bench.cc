@@ -31,7 +31,11 @@ void BM_OfflineSummarize(benchmark::State& state) {
   state.counters["summary_bytes"] = static_cast<double>(out_bytes);
   state.SetBytesProcessed(state.iterations() * megabytes * 1024 * 1024);
 }
-BENCHMARK(BM_OfflineSummarize)->Arg(5)->Arg(50)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_OfflineSummarize)
+    ->Arg(5)
+    ->Arg(50)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 
 }  // namespace
 }  // namespace compactor

@@ -169,6 +169,10 @@ struct SummaryItem {
   bool superseded = false;  // a supersession marker ("instead", "replaced", "->", ...)
   bool rejected = false;    // "rejected", "ruled out", "decided against", ...
   bool noise = false;       // terminal noise (spinners, box drawing, command dumps, ...)
+  // The clause after this one in the same sentence replaces it: "batches of
+  // 500 lock the table; use batches of 100 instead" (a bare "instead" refers
+  // back to what the clause before it named).
+  bool replaced_by_next = false;
 };
 // REQUIRES: nothing; any text parses (a text without structure is prose).
 std::vector<SummaryItem> ParseSummaryItems(std::string_view summary);

@@ -233,7 +233,8 @@ constexpr std::string_view kMarkAnywhere[] = {
     "superseded",       "supersedes",   "obsolete",   "outdated",    "revised",    "change of plan",
     "decision changed", "plan changed", "considered", "alternative", "not adopted"};
 
-bool MarkedAsReplaced(std::string_view item, size_t pos, size_t len) {
+bool MarkedAsReplaced(std::string_view item, size_t pos, size_t len, bool replaced_by_next) {
+  if (replaced_by_next) return true;
   for (std::string_view m : kMarkAnywhere)
     if (!FindAll(item, m).empty()) return true;
   for (std::string_view m : kMarkBefore)
@@ -241,10 +242,15 @@ bool MarkedAsReplaced(std::string_view item, size_t pos, size_t len) {
       if (p + m.size() <= pos) return true;
   for (std::string_view m : kMarkAfter) {
     for (size_t p : FindAll(item, m)) {
-      // "X instead of Y" replaces Y: a bare "instead" after X marks X only
-      // when it is not "instead of".
-      if (m == "instead" && item.substr(p + m.size()).starts_with(" of")) continue;
-      if (p >= pos + len) return true;
+      if (p < pos + len) continue;
+      // "X instead of Y" replaces Y, and "use X instead" adopts X: a bare
+      // "instead" marks X only when a clause ends between them ("X was too
+      // slow, so Y instead").
+      if (m == "instead" &&
+          (item.substr(p + m.size()).starts_with(" of") ||
+           item.substr(pos + len, p - pos - len).find_first_of(",;") == std::string_view::npos))
+        continue;
+      return true;
     }
   }
   return false;
@@ -289,7 +295,7 @@ std::vector<ItemHit> HitsIn(const std::vector<ParsedItem>& items, const Fact& f)
 std::string StatusError(const Fact& f, const std::vector<ItemHit>& hits) {
   for (const ItemHit& h : hits) {
     const SummaryItem& item = h.item->item;
-    const bool marked = MarkedAsReplaced(h.item->norm, h.pos, h.len);
+    const bool marked = MarkedAsReplaced(h.item->norm, h.pos, h.len, item.replaced_by_next);
     if (!f.superseded_by.empty()) {
       if (!marked) return "stale-as-current";
       continue;

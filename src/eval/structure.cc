@@ -212,7 +212,19 @@ SummarySection WithLabel(SummarySection outer, SummarySection label) {
   return weak ? outer : label;
 }
 
-// A prose line is split into sentences: a claim belongs to its sentence.
+// "instead" that is not "instead of": the clause adopts what it names in
+// place of something said before it.
+bool HasBareInstead(std::string_view lower) {
+  constexpr std::string_view kInstead = "instead";
+  for (size_t p = lower.find(kInstead); p != std::string_view::npos;
+       p = lower.find(kInstead, p + 1)) {
+    if (!lower.substr(p + kInstead.size()).starts_with(" of")) return true;
+  }
+  return false;
+}
+
+// A prose line is split into sentences (and clauses at ';'): a claim belongs
+// to its sentence.
 std::vector<std::string_view> Sentences(std::string_view line) {
   std::vector<std::string_view> out;
   size_t start = 0;
@@ -330,9 +342,13 @@ std::vector<SummaryItem> ParseSummaryItems(std::string_view summary) {
       out.push_back(MakeItem(t, here, noise));
       continue;
     }
-    for (std::string_view sentence : Sentences(t)) {
+    const std::vector<std::string_view> sentences = Sentences(t);
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      std::string_view sentence = sentences[i];
       if (Trim(sentence).empty()) continue;
       out.push_back(MakeItem(sentence, WithLabel(here, InlineLabel(sentence)), false));
+      out.back().replaced_by_next = sentence.ends_with(";") && i + 1 < sentences.size() &&
+                                    HasBareInstead(Lower(sentences[i + 1]));
     }
   }
   return out;

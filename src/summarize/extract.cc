@@ -427,6 +427,47 @@ constexpr std::array<std::string_view, 14> kErrorWords = {
     "error",     "fail",      "exception", "traceback",    "panic",    "fatal",  "cannot",
     "not found", "undefined", "denied",    "no such file", "expected", "assert", "segmentation"};
 
+// A heading with nothing after it ("failures:", "Errors:"): it announces the
+// failure without naming it.
+bool IsBareHeading(std::string_view lower_line) {
+  if (lower_line.empty() || lower_line.back() != ':') return false;
+  return lower_line.find(' ') == std::string_view::npos;
+}
+
+// A line where a test runner names the unit that failed, in the forms the
+// common runners print: Rust's libtest ("test a::b ... FAILED", "thread 'a::b'
+// panicked at"), Go ("--- FAIL: TestX"), pytest ("FAILED tests/x.py::test_y"),
+// Jest and Mocha ("● Suite › case"), TAP ("not ok 3 - case"). The runner's
+// closing line ("error: test failed, to rerun ...", "test result: FAILED.")
+// names no unit: the failing test is what the next run must be checked for.
+bool NamesFailingUnit(std::string_view line, std::string_view lower) {
+  auto starts = [&](std::string_view p) { return lower.substr(0, p.size()) == p; };
+  if (lower.find("panicked at") != std::string_view::npos) return true;
+  if (starts("--- fail:") || starts("not ok ") || starts("\xe2\x97\x8f ")) return true;
+  if (starts("failed ") &&
+      (lower.find("::") != std::string_view::npos || lower.find('/') != std::string_view::npos))
+    return true;
+  if (starts("test ") && lower.size() > 12 && lower.ends_with(" ... failed")) return true;
+  return starts("---- ") && line.ends_with(" ----") &&
+         lower.find(" stdout ") != std::string_view::npos;
+}
+
+// The first line of `text` that names the failing unit ("" when none does).
+std::string FailingUnitLine(std::string_view text) {
+  std::string lower;
+  size_t b = 0;
+  while (b < text.size() && b < kScanWindow) {
+    size_t e = text.find('\n', b);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view line = Trim(text.substr(b, e - b));
+    b = e + 1;
+    if (line.empty() || line.size() > 2000) continue;
+    lower = Lower(line);
+    if (NamesFailingUnit(line, lower)) return OneLine(line, kErrorLineMax);
+  }
+  return "";
+}
+
 // The first line of the output that names an error: where the failure began
 // (the failing test), which the summary line of a runner does not name.
 std::string FirstErrorLine(std::string_view text) {
@@ -442,7 +483,7 @@ std::string FirstErrorLine(std::string_view text) {
     for (char& c : lower) {
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
     }
-    if (IsExitLine(lower)) continue;
+    if (IsExitLine(lower) || IsBareHeading(lower)) continue;
     for (std::string_view w : kErrorWords) {
       if (lower.find(w) != std::string::npos) return OneLine(line, kErrorLineMax);
     }
@@ -523,15 +564,16 @@ std::string ErrorContext(std::string_view output, const std::string& error_line)
     probe.resize(probe.size() - 3);
   // Boyer-Moore-Horspool: a plain find re-compares at every occurrence of the
   // probe's first letter, which dominated long sessions' summaries.
-  auto hit = std::search(output.begin(), output.end(),
-                         std::boyer_moore_horspool_searcher(probe.begin(), probe.end()));
-  if (hit == output.end()) return error_line;
-  size_t b = output.find('\n', static_cast<size_t>(hit - output.begin()));
   std::string out = error_line;
-  std::string first = FirstErrorLine(output);
+  std::string first = FailingUnitLine(output);
+  if (first.empty()) first = FirstErrorLine(output);
   if (!first.empty() && first != error_line && out.find(first) == std::string::npos) {
     out = first + " / " + out;
   }
+  auto hit = std::search(output.begin(), output.end(),
+                         std::boyer_moore_horspool_searcher(probe.begin(), probe.end()));
+  if (hit == output.end()) return OneLine(out, 2 * kErrorLineMax);
+  size_t b = output.find('\n', static_cast<size_t>(hit - output.begin()));
   for (int added = 0, seen = 0; b != std::string_view::npos && added < 2 && seen < 6; ++seen) {
     size_t e = output.find('\n', b + 1);
     std::string_view line =
@@ -665,6 +707,17 @@ bool LooksLikeTestOrBuild(std::string_view lower_cmd) {
 }
 
 // The last line of a test/build output that reports a result.
+// "12 passed", "1 failed", "3 failing": a number right before an outcome word.
+bool HasCountedOutcome(std::string_view lower) {
+  for (std::string_view w : {"passed", "failed", "passing", "failing"}) {
+    for (size_t p = lower.find(w); p != std::string_view::npos; p = lower.find(w, p + 1)) {
+      if (p >= 2 && lower[p - 1] == ' ' && std::isdigit(static_cast<unsigned char>(lower[p - 2])))
+        return true;
+    }
+  }
+  return false;
+}
+
 std::string ResultLine(std::string_view text) {
   static constexpr std::array<std::string_view, 14> kResultWords = {
       "passed", "failed", "passing", "failing", "tests:",    "test result", "ok ",
@@ -678,6 +731,9 @@ std::string ResultLine(std::string_view text) {
     lines.push_back(tail.substr(b, e - b));
     b = e + 1;
   }
+  // The line that counts ("6 passed; 1 failed") says more than the runner's
+  // closing remark ("error: test failed, to rerun pass --lib") below it.
+  std::string first_worded;
   int checked = 0;
   for (auto it = lines.rbegin(); it != lines.rend() && checked < 40; ++it) {
     std::string_view t = Trim(*it);
@@ -685,11 +741,16 @@ std::string ResultLine(std::string_view text) {
     ++checked;
     std::string lower = Lower(t);
     if (IsExitLine(lower)) continue;
+    if (HasCountedOutcome(lower)) return OneLine(t, 140);
+    if (!first_worded.empty()) continue;
     for (std::string_view w : kResultWords) {
-      if (lower.find(w) != std::string::npos) return OneLine(t, 140);
+      if (lower.find(w) != std::string::npos) {
+        first_worded = OneLine(t, 140);
+        break;
+      }
     }
   }
-  return "";
+  return first_worded;
 }
 
 std::optional<int64_t> ParseExitCode(std::string_view text) {
@@ -1141,7 +1202,8 @@ class Extractor {
       if (LooksLikeTestOrBuild(Lower(run.command))) {
         // "12 passed; 2 failed" says more than the first failing test alone.
         std::string result = ResultLine(output);
-        if (!result.empty() && result != run.detail) run.detail += " | " + result;
+        if (!result.empty() && run.detail.find(result) == std::string::npos)
+          run.detail += " | " + result;
       }
       if (run.outcome != "cancelled") {
         ErrorRecord err;

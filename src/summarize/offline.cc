@@ -56,6 +56,9 @@ std::string Lower(std::string_view s) {
 // NOLINTNEXTLINE(bugprone-reserved-identifier): clang-tidy 14 flags the implicit array copy
 struct Parsed {
   std::vector<std::string> lines[kSecs];
+  // The footer's <modified-files>: a summary whose entry kept no file lists
+  // (pi's `details`) carries them only here.
+  std::vector<std::string> footer_modified;
 };
 
 std::string_view TrimView(std::string_view s) {
@@ -71,7 +74,7 @@ std::string_view TrimView(std::string_view s) {
 Parsed ParseSummary(std::string_view text) {
   Parsed p;
   Sec sec = kCritical;
-  bool in_files = false;
+  bool in_files = false, in_modified = false;
   std::string fence;  // a fenced block kept whole, newlines included
   size_t b = 0;
   while (b <= text.size()) {
@@ -97,12 +100,14 @@ Parsed ParseSummary(std::string_view text) {
     }
     if (line == "<read-files>" || line == "<modified-files>") {
       in_files = true;
+      in_modified = line == "<modified-files>";
       continue;
     }
     if (line == "</read-files>" || line == "</modified-files>") {
-      in_files = false;
+      in_files = in_modified = false;
       continue;
     }
+    if (in_modified && !line.empty()) p.footer_modified.emplace_back(line);
     if (in_files || line.empty() || line == "---" || line == "**Turn Context (split turn):**") {
       continue;
     }
@@ -179,13 +184,59 @@ std::vector<Statement> CorrectionStatements(const Facts& facts) {
   return out;
 }
 
+// What the messages after the summarized ones tell (ReadLaterMessages).
+struct LaterFacts {
+  std::vector<Statement> statements;  // never stated; they retire what they revise
+  std::set<std::string> files_read;
+};
+
+// An earlier summary's open step that only asks to look at files ("Check
+// src/lexer.ts", "Review src/a.ts and src/b.ts"): done once every file it
+// names was read after that summary. "" when `step` asks for more than that.
+std::string InspectionStepDone(std::string_view step, const std::set<std::string>& read) {
+  static constexpr std::string_view kVerbs[] = {"check ", "review ",  "inspect ", "look at ",
+                                                "read ",  "examine ", "verify ",  "look into "};
+  std::string lower = Lower(step);
+  if (lower.starts_with("[ ] ")) lower.erase(0, 4);
+  size_t rest = std::string::npos;
+  for (std::string_view v : kVerbs) {
+    if (lower.starts_with(v)) rest = v.size();
+  }
+  if (rest == std::string::npos) return "";
+  std::vector<std::string> paths;
+  std::string_view words = std::string_view(lower).substr(rest);
+  while (!words.empty()) {
+    size_t sp = words.find(' ');
+    std::string_view word = words.substr(0, sp);
+    words = sp == std::string_view::npos ? std::string_view() : words.substr(sp + 1);
+    while (!word.empty() && std::strchr("`'\".,:;()", word.back())) word.remove_suffix(1);
+    while (!word.empty() && std::strchr("`'\"(", word.front())) word.remove_prefix(1);
+    if (word == "and" || word == "," || word.empty()) continue;
+    if (word.find('/') == std::string_view::npos && word.find('.') == std::string_view::npos)
+      return "";  // more than files: "check that the tests pass"
+    paths.emplace_back(word);
+  }
+  if (paths.empty()) return "";
+  std::string list;
+  for (const std::string& p : paths) {
+    auto hit =
+        std::find_if(read.begin(), read.end(), [&](const std::string& r) { return Lower(r) == p; });
+    if (hit == read.end()) return "";
+    list += (list.empty() ? "`" : ", `") + *hit + "`";
+  }
+  return list;
+}
+
 class Composer {
  public:
   // `later`: statements of the messages after the summarized ones
   // (SummaryRequest::later_messages), ordered after them. They are never
   // stated; they only retire what they revise.
-  Composer(const SummaryRequest& request, Facts facts, std::vector<Statement> later = {})
-      : request_(request), facts_(std::move(facts)), later_(std::move(later)) {}
+  Composer(const SummaryRequest& request, Facts facts, LaterFacts later = {})
+      : request_(request),
+        facts_(std::move(facts)),
+        later_(std::move(later.statements)),
+        later_reads_(std::move(later.files_read)) {}
 
   std::vector<Item> Build() {
     if (!request_.previous_summary.empty()) previous_ = ParseSummary(request_.previous_summary);
@@ -194,6 +245,8 @@ class Composer {
       for (int k = 0; k < kSecs; ++k) {
         for (std::string& l : extra.lines[k]) previous_.lines[k].push_back(std::move(l));
       }
+      for (std::string& f : extra.footer_modified)
+        previous_.footer_modified.push_back(std::move(f));
     }
     ResolveStatements();
     AddGoal();
@@ -410,22 +463,46 @@ class Composer {
     return out;
   }
 
+  // Files read in the summarized messages or after them.
+  std::set<std::string> FilesReadSince() const {
+    std::set<std::string> read = later_reads_;
+    for (const auto& [path, activity] : facts_.files) {
+      if (activity.reads > 0) read.insert(path);
+    }
+    return read;
+  }
+
+  // An earlier summary's open step that the messages since have done: filed
+  // under Done, saying why. False when it is still open.
+  bool AddDoneSince(const std::string& step, int64_t order) {
+    std::string files = InspectionStepDone(step, FilesReadSince());
+    if (files.empty()) return false;
+    Add(kDone, "- [x] " + step + " (done since: read " + files + ")", 2, order, true);
+    return true;
+  }
+
   void AddProgress() {
     const auto& reqs = facts_.requests;
     bool new_requests = !reqs.empty();
     // Previous Done stays done; previous In Progress is done once the user
     // moved on to something new, otherwise still under way.
     int64_t n = -900000;
-    std::vector<std::string> carried_modified;
+    std::vector<std::string> carried_modified = previous_.footer_modified;
     for (const std::string& l : previous_.lines[kDone]) {
       if (l.rfind("Files modified:", 0) == 0) {
-        for (std::string& f : BacktickedPaths(l)) carried_modified.push_back(std::move(f));
+        for (std::string& f : BacktickedPaths(l)) {
+          if (std::find(carried_modified.begin(), carried_modified.end(), f) ==
+              carried_modified.end())
+            carried_modified.push_back(std::move(f));
+        }
         continue;
       }
       Add(kDone, "- [x] " + l, 3, n++, true);
     }
     for (const std::string& l : previous_.lines[kInProgress]) {
-      if (new_requests) {
+      if (AddDoneSince(l, n)) {
+        ++n;
+      } else if (new_requests) {
         // Whether it was finished since cannot be established: quoted, not
         // ticked off.
         Add(kCritical, "- The earlier summary had this under way (status now unknown): " + l, 2,
@@ -436,7 +513,11 @@ class Composer {
     }
     AddUserMessages();
     // Every modified file, with what happened to it (the artifact trail).
-    std::vector<std::string> modified = carried_modified;
+    std::vector<std::string> modified;
+    for (std::string& f : carried_modified) {
+      if (std::find(modified.begin(), modified.end(), f) == modified.end())
+        modified.push_back(std::move(f));
+    }
     for (const std::string& f : facts_.modified_order) {
       if (std::find(modified.begin(), modified.end(), f) == modified.end()) modified.push_back(f);
     }
@@ -648,7 +729,9 @@ class Composer {
       ++fixes;
     }
     if (n == 0 && !previous_.lines[kNext].empty()) {
-      for (const std::string& l : previous_.lines[kNext]) Add(kNext, l, 1, n++, true);
+      for (const std::string& l : previous_.lines[kNext]) {
+        if (!AddDoneSince(l, -800000 + n)) Add(kNext, l, 1, n++, true);
+      }
     }
     if (n == 0 && !facts_.requests.empty()) {
       Add(kNext, "Continue with: " + RequestText(facts_.requests.back(), 240, false), 0, n++);
@@ -859,6 +942,7 @@ class Composer {
   std::vector<Statement> prev_decisions_;
   int64_t goal_order_ = -1;
   std::vector<Statement> later_;
+  std::set<std::string> later_reads_;  // files read in the later messages
   std::vector<Statement> request_values_;
   std::set<std::string> retired_;
   std::vector<Item> items_;
@@ -1056,9 +1140,10 @@ void BoostFocus(std::vector<Item>& items, std::string_view instructions) {
 // statements, ordered after every summarized message, to retire what they
 // revise; and an error of `facts` that a later run of the same command fixed
 // is resolved (a pipeline's exit status proves nothing, as in the facts).
-Result<std::vector<Statement>> ReadLaterMessages(const SummaryRequest& request, Facts* facts) {
-  std::vector<Statement> out;
-  if (request.later_messages.empty()) return out;
+Result<LaterFacts> ReadLaterMessages(const SummaryRequest& request, Facts* facts) {
+  LaterFacts result;
+  std::vector<Statement>& out = result.statements;
+  if (request.later_messages.empty()) return result;
   AwaitMessages(request, request.messages.size() + LaterMessageCount(request));
   auto order = static_cast<int64_t>(request.messages.size());
   std::map<std::string, std::string> fixed;  // command -> how it was fixed
@@ -1076,6 +1161,9 @@ Result<std::vector<Statement>> ReadLaterMessages(const SummaryRequest& request, 
     for (const summarize::CommandRun& r : later.commands) {
       if (r.ok && r.status_known) fixed.try_emplace(r.command, "`" + r.command + "` exit 0");
     }
+    for (const auto& [path, activity] : later.files) {
+      if (activity.reads > 0) result.files_read.insert(path);
+    }
     order += static_cast<int64_t>(part.size());
   }
   for (summarize::ErrorRecord& e : facts->errors) {
@@ -1085,7 +1173,7 @@ Result<std::vector<Statement>> ReadLaterMessages(const SummaryRequest& request, 
     e.resolved_at = order;
     e.resolved_by = it->second;
   }
-  return out;
+  return result;
 }
 
 class OfflineSummarizer : public Summarizer {
@@ -1123,7 +1211,7 @@ class OfflineSummarizer : public Summarizer {
     budget = std::max(budget, options_.min_budget_tokens);
     budget = std::min(budget, max_out);
 
-    COMPACTOR_ASSIGN_OR_RETURN(std::vector<Statement> later, ReadLaterMessages(request, &facts));
+    COMPACTOR_ASSIGN_OR_RETURN(LaterFacts later, ReadLaterMessages(request, &facts));
     Composer composer(request, std::move(facts), std::move(later));
     std::vector<Item> items = composer.Build();
     BoostFocus(items, request.custom_instructions);

@@ -249,12 +249,11 @@ SessionEval EvalSummaryOf(const Session& session, const FactFile& facts) {
 
 TEST(QualityGateTest, OfflineSummarizerMeetsTheStatusTargets) {
   if (!NewOfflineSummarizer()) GTEST_SKIP() << "the offline summarizer is not part of this build";
-  // Seeds 1-3 tuning, 4 held out (HeldOutSeed); 1 and 4 cover two domains.
-  // On the thumbnail domain (seed 1) the failing test lines of two of the
-  // three errors are not kept (docs/quality.md: errors 10/18 tuning).
-  GateCorpus independent{"independent generator, seeds 1 and 4", {}, {"summary: error "}};
-  GateCorpus standard{
-      "standard generator, seeds 1 and 4", {}, {"summary: superseded presented as current"}};
+  // Seeds 1-3 tuning, 4 held out (HeldOutSeed); 1 and 4 cover two domains
+  // of each generator (seed 4 of the standard one revises a value inside a
+  // quoted correction: "...; use batches of 100 instead").
+  GateCorpus independent{"independent generator, seeds 1 and 4", {}, {}};
+  GateCorpus standard{"standard generator, seeds 1 and 4", {}, {}};
   for (uint64_t seed : {1, 4}) {
     GeneratorOptions o{seed, 160000, false};
     o.style = GeneratorStyle::kIndependent;
@@ -267,9 +266,8 @@ TEST(QualityGateTest, OfflineSummarizerMeetsTheStatusTargets) {
     ASSERT_TRUE(ss);
     standard.evals.push_back(EvalSummaryOf(*ss, gs.facts));
   }
-  // long.v3 is tuning, compacted.v3 held out; one modified file of
-  // compacted.v3 is not named by its summary (20/21).
-  GateCorpus labelled{"hand-labelled real sessions", {}, {"summary: file_modified "}};
+  // long.v3 is tuning, compacted.v3 held out.
+  GateCorpus labelled{"hand-labelled real sessions", {}, {}};
   for (const char* name : {"long.v3", "compacted.v3"}) {
     const std::string dir = std::string(COMPACTOR_SOURCE_DIR) + "/tests/";
     auto session = Session::Open(dir + "fixtures/pi/" + name + ".jsonl");
@@ -281,23 +279,6 @@ TEST(QualityGateTest, OfflineSummarizerMeetsTheStatusTargets) {
   ExpectPendingTargetsMet(independent);
   ExpectPendingTargetsMet(standard);
   ExpectPendingTargetsMet(labelled);
-  // The unmet targets' figures measured on this corpus (2026-11-26, branch
-  // q14) as floors, as ratios so that a changed corpus cannot loosen them;
-  // they may only improve (docs/quality.md, "reported, not gated").
-  const auto kind = [](const GateCorpus& c, FactKind k) {
-    return Summarize(c.evals).kinds[static_cast<int>(k)];
-  };
-  KindScore errors = kind(independent, FactKind::kError);
-  EXPECT_GE(errors.retained * 6, errors.total * 5) << "errors kept of " << errors.total;  // 5/6
-  KindScore files = kind(labelled, FactKind::kFileModified);
-  EXPECT_GE(files.retained * 45, files.total * 44)  // 44/45
-      << "modified files kept of " << files.total;
-  StatusScore stale = Summarize(standard.evals).status;
-  EXPECT_LE(stale.stale_presented * 4, stale.stale)  // 1/4
-      << "superseded presented as current of " << stale.stale;
-  std::cout << "gate: errors " << errors.retained << "/" << errors.total << ", files "
-            << files.retained << "/" << files.total << ", stale presented " << stale.stale_presented
-            << "/" << stale.stale << "\n";
 }
 
 // The stricter targets are reported, not gated, until the summarizer that

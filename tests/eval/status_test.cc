@@ -92,6 +92,29 @@ TEST(StatusTest, SupersededValueInTheSummaryIsPresentedAsCurrent) {
   EXPECT_EQ(ErrorOf(facts, {Verbatim("It must run on Node 18."), Verbatim("Now Node 20.")}), "");
 }
 
+TEST(StatusTest, ABareInsteadAdoptsWhatItsClauseNames) {
+  Fact old_value = MakeFact("c1", FactKind::kConstraint, "batches of 500");
+  old_value.superseded_by = "c2";
+  Fact new_value = MakeFact("c2", FactKind::kConstraint, "batches of 100");
+  const std::vector<Fact> facts = {old_value, new_value};
+  // "use X instead" presents X as what to do now.
+  EXPECT_EQ(ErrorOf(facts, {Summary("The DBA says: use batches of 500 instead.")}),
+            "stale-as-current");
+  EXPECT_EQ(ErrorOf(facts, {Summary("- Insert in batches of 500 instead")}), "stale-as-current");
+  // The clause before "...; use Y instead" names what Y replaces, though the
+  // scorer reads each clause as an item.
+  EXPECT_EQ(ErrorOf(facts, {Summary("Correction: the DBA says batches of 500 lock the stock "
+                                    "table too long; use batches of 100 instead.")}),
+            "");
+  EXPECT_EQ(ErrorOf(facts, {Summary("- Batches of 500 locked the table, so batches of 100 "
+                                    "instead")}),
+            "");
+  // Only the clause right before it: an unrelated clause in between breaks it.
+  EXPECT_EQ(ErrorOf(facts, {Summary("Keep batches of 500; the index is fine; add a retry "
+                                    "instead.")}),
+            "stale-as-current");
+}
+
 TEST(StatusTest, GoalsAndConstraintsNeverUnderDone) {
   Fact c = MakeFact("c1", FactKind::kConstraint, "never modify src/generated/");
   EXPECT_EQ(ErrorOf({c}, {Summary("### Done\n- [x] One more thing: Never modify src/generated/")}),

@@ -343,6 +343,107 @@ TEST(OfflineSummarizer, UpdateReadsAnLlmWrittenPreviousSummary) {
   EXPECT_TRUE(Has(Section(*s, "## Progress"), "`src/lexer.rs`"));
 }
 
+// An earlier summary whose entry kept no file lists names its modified files
+// only in its footer: they stay listed.
+TEST(OfflineSummarizer, AnEarlierSummarysFooterFilesStayModified) {
+  SummaryRequest req;
+  req.previous_summary =
+      "## Goal\nRefactor the modes.\n\n## Progress\n### Done\n- [x] Moved the rpc mode\n\n"
+      "<read-files>\nsrc/read-only.ts\n</read-files>\n\n<modified-files>\nsrc/rpc-mode.ts\n"
+      "src/print-mode.ts\n</modified-files>";
+  std::vector<Message> msgs = {
+      User("Now the theme."),
+      Assistant({Call("e1", "edit", R"({"path":"src/theme.ts","oldText":"a","newText":"b"})")}),
+      ToolResult("e1", "edit", "Successfully replaced text in src/theme.ts."),
+  };
+  req.messages = msgs;
+  auto s = NewOfflineSummarizer()->Summarize(req);
+  ASSERT_TRUE(s.ok());
+  const std::string line = LineWith(*s, "Files modified:");
+  EXPECT_TRUE(Has(line, "`src/rpc-mode.ts`")) << *s;
+  EXPECT_TRUE(Has(line, "`src/print-mode.ts`")) << *s;
+  EXPECT_TRUE(Has(line, "`src/theme.ts`")) << *s;
+  EXPECT_FALSE(Has(line, "read-only")) << *s;
+  EXPECT_FALSE(Has(*s, "<modified-files>")) << "the caller appends the footer";
+}
+
+// A failed test run is reported by the test that failed, not by the runner's
+// closing remark ("error: test failed, to rerun pass ..."), in the forms the
+// common runners print.
+TEST(OfflineSummarizer, AFailedTestRunNamesTheFailingTest) {
+  struct Case {
+    const char* command;
+    const char* output;
+    const char* unit;
+  };
+  const Case cases[] = {
+      {"cargo test --test accept",
+       "running 7 tests\n.....F.\nfailures:\n\n---- prefers_webp stdout ----\n"
+       "thread 'prefers_webp' panicked at tests/accept.rs:41:5:\nassertion `left == right` failed\n"
+       "\nfailures:\n    prefers_webp\n\ntest result: FAILED. 6 passed; 1 failed; 0 ignored\n"
+       "error: test failed, to rerun pass `--test accept`",
+       "prefers_webp"},
+      {"go test ./internal/ship/...",
+       "=== RUN   TestBackoffCap\n--- FAIL: TestBackoffCap (0.00s)\n"
+       "    backoff_test.go:41: backoff 30s exceeds cap 10s\nFAIL\n"
+       "FAIL\texample.com/ship/internal/ship\t0.012s\nFAIL",
+       "TestBackoffCap"},
+      {"pytest -q",
+       "..F.\n=================================== FAILURES ===================================\n"
+       "_________________________________ test_login __________________________________\n"
+       "E   KeyError: 'token'\n=========================== short test summary info "
+       "============================\nFAILED tests/test_api.py::test_login - KeyError: 'token'\n"
+       "1 failed, 3 passed in 0.21s",
+       "tests/test_api.py::test_login"},
+      {"npx jest",
+       "FAIL src/app.test.ts\n  \xe2\x97\x8f math \xe2\x80\xba adds two numbers\n\n"
+       "    expect(received).toBe(expected)\n\nTests:       1 failed, 4 passed, 5 total",
+       "adds two numbers"},
+  };
+  for (const Case& c : cases) {
+    std::vector<Message> msgs = {User("Make the tests pass."), Bash(c.command, c.output, 1)};
+    std::string out = Summarize(msgs);
+    SCOPED_TRACE(out);
+    const std::string blocked = LineWith(out, std::string("`") + c.command + "` fails");
+    EXPECT_TRUE(Has(blocked, c.unit)) << c.command;
+  }
+}
+
+// An earlier summary's "Check src/lexer.ts" is done once the file was read
+// after it, in the summarized messages or in the later ones; a step that asks
+// for more than reading, or a file not read, stays open.
+TEST(OfflineSummarizer, AnEarlierInspectionStepDoneSinceIsFiledUnderDone) {
+  const std::string previous =
+      "## Goal\nFix the off-by-one.\n\n## Progress\n### In Progress\n- [ ] Check src/lexer.ts\n"
+      "- [ ] Check that the parser handles tabs\n\n## Next Steps\n1. Review src/lexer.ts\n"
+      "2. Review src/emit.ts\n";
+  std::vector<Message> msgs = {
+      Assistant({Text("Done with the tokenizer.")}),
+  };
+  std::vector<Message> later = {
+      User("Also check src/lexer.ts: does it have the same bug?"),
+      Assistant({Call("r1", "read", R"({"path":"src/lexer.ts"})")}),
+      ToolResult("r1", "read", "1\tfor (let i = 0; i < n; i++) {}"),
+      Assistant({Text("No, src/lexer.ts compares with < already.")}),
+  };
+  SummaryRequest req;
+  req.messages = msgs;
+  req.previous_summary = previous;
+  req.later_messages = {std::span<const Message>(later)};
+  auto s = NewOfflineSummarizer()->Summarize(req);
+  ASSERT_TRUE(s.ok());
+  SCOPED_TRACE(*s);
+  std::string done = Section(*s, "### Done");
+  done = done.substr(0, done.find("### In Progress"));
+  EXPECT_TRUE(Has(done, "[x] Check src/lexer.ts (done since: read `src/lexer.ts`)"));
+  EXPECT_TRUE(Has(done, "[x] Review src/lexer.ts (done since: read `src/lexer.ts`)"));
+  EXPECT_FALSE(Has(Section(*s, "## Progress").substr(done.size()), "src/lexer.ts"));
+  EXPECT_FALSE(Has(Section(*s, "## Next Steps"), "src/lexer.ts"));
+  EXPECT_TRUE(Has(*s, "Check that the parser handles tabs"));
+  EXPECT_FALSE(Has(done, "handles tabs"));
+  EXPECT_TRUE(Has(Section(*s, "## Next Steps"), "Review src/emit.ts"));
+}
+
 }  // namespace
 }  // namespace compactor
 
