@@ -2,7 +2,11 @@
 // OpenAI-compatible server on 127.0.0.1.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/fake_llm_server.h"
 #include "support/test_util.h"
@@ -88,6 +92,88 @@ TEST(EvalCli, JudgeScoresTheStatusQuestions) {
   }
   EXPECT_TRUE(saw_not_fixed);
   EXPECT_TRUE(saw_superseded);
+}
+
+// The eval over the LLM summarizer is the same eval: the checkpoint a model
+// writes, in the structure the prompt asks for, is scored for status like the
+// offline summary. A fake model on 127.0.0.1 answers the summary request with
+// a checkpoint that states four statuses wrong (a revised limit as a
+// constraint, a fixed error under Blocked, an open error ticked off, a
+// constraint under Done) and one right (the goal); the eval names each.
+TEST(EvalCli, AnLlmWrittenSummaryIsScoredForStatus) {
+  testing::TempDir d;
+  auto gen =
+      testing::RunCli({"eval", "--generate", d.path(), "--generator", "independent", "--sessions",
+                       "1", "--seed", "2", "--target-tokens", "60000", "--no-eval"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  std::string facts_path;
+  for (const auto& e : std::filesystem::directory_iterator(d.path())) {
+    if (e.path().string().ends_with(".facts.json")) facts_path = e.path().string();
+  }
+  ASSERT_FALSE(facts_path.empty());
+  std::ifstream in(facts_path);
+  const auto facts = nlohmann::json::parse(in)["facts"];
+  // The fact of each kind the checkpoint misstates, by what the facts say.
+  std::map<std::string, nlohmann::json> pick;
+  for (const auto& f : facts) {
+    const std::string kind = f["kind"];
+    const bool superseded = f.contains("supersededBy");
+    if (kind == "goal") pick.try_emplace("goal", f);
+    if (kind == "constraint" && superseded) pick.try_emplace("stale", f);
+    if (kind == "constraint" && !superseded) pick.try_emplace("constraint", f);
+    if (kind == "error" && f.value("fixed", false)) pick.try_emplace("fixed", f);
+    if (kind == "error" && !f.value("fixed", true)) pick.try_emplace("open", f);
+  }
+  for (const char* k : {"goal", "stale", "constraint", "fixed", "open"})
+    ASSERT_TRUE(pick.count(k)) << "the generated session has no fact for " << k;
+  const auto text = [&](const char* k) { return pick[k]["text"].get<std::string>(); };
+  const std::string checkpoint =
+      "## Goal\nThe agent should " + text("goal") +
+      ".\n\n## Constraints & Preferences\n- Limit: " + text("stale") +
+      "\n\n## Progress\n### Done\n- [x] " + text("constraint") + "\n- [x] Fixed " + text("open") +
+      "\n\n### In Progress\n- (none)\n\n### Blocked\n- " + text("fixed") +
+      "\n\n## Key Decisions\n(none)\n\n## Next Steps\n1. Keep going\n\n## Critical Context\n"
+      "(none)";
+  testing::FakeLlmServer server;
+  ASSERT_TRUE(server.Start());
+  for (int i = 0; i < 4; ++i) {
+    server.Push(testing::FakeReply(200, testing::FakeLlmServer::ChatReply(checkpoint)));
+  }
+  std::string settings =
+      d.Write("settings.json", R"({"models": {"local": {"provider": "openai-chat", "baseUrl": ")" +
+                                   server.base_url() +
+                                   R"(", "model": "writer", "contextWindow": 1000000}}})");
+  auto r = testing::RunCli({"eval", d.path(), "--strategy", "summary", "--summarizer", "local",
+                            "--settings", settings, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["sessions"].size(), 1u);
+  std::map<std::string, nlohmann::json> outcome;
+  for (const auto& f : j["sessions"][0]["facts"]) outcome[f["id"]] = f;
+  const auto error_of = [&](const char* k) {
+    const auto& o = outcome[pick[k]["id"].get<std::string>()];
+    return o.value("statusError", std::string());
+  };
+  EXPECT_EQ(error_of("stale"), "stale-as-current");
+  EXPECT_EQ(error_of("constraint"), "under-done");
+  EXPECT_EQ(error_of("open"), "false-resolved");
+  EXPECT_EQ(error_of("fixed"), "fixed-as-open");
+  EXPECT_EQ(error_of("goal"), "");
+  EXPECT_TRUE(outcome[pick["goal"]["id"].get<std::string>()]["retained"].get<bool>());
+  // What the model was asked: the conversation, the structure, the status
+  // rules, and nothing from after the summarized part.
+  ASSERT_GE(server.request_count(), 1u);
+  std::string prompt;  // the request's messages, as the model reads them
+  const auto request = nlohmann::json::parse(server.requests()[0].body);
+  for (const auto& m : request["messages"]) {
+    if (m["content"].is_string()) prompt += m["content"].get<std::string>();
+    if (!m["content"].is_array()) continue;
+    for (const auto& part : m["content"]) prompt += part.value("text", std::string());
+  }
+  EXPECT_NE(prompt.find("<conversation>"), std::string::npos);
+  EXPECT_NE(prompt.find("## Constraints & Preferences"), std::string::npos);
+  EXPECT_NE(prompt.find("same command or test was run again later and succeeded"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -104,6 +104,25 @@ TEST(Prompts, InstructionsNameTheRequiredSections) {
   EXPECT_NE(SummaryInstructions(SummaryKind::kHandoff).find("### Pending"), std::string_view::npos);
 }
 
+// The instructions of the summaries that state status carry the rules the
+// eval checks (docs/quality.md, "Status"): an error fixed only by a later
+// success of the same command, a pipeline's exit code proving nothing, the
+// current value only, no goal or constraint under Done, no step already done
+// as a next step, decisions with their reason.
+TEST(Prompts, StatusRulesAreInTheInstructionsThatStateStatus) {
+  for (SummaryKind k : {SummaryKind::kHistory, SummaryKind::kUpdate, SummaryKind::kTurnPrefix}) {
+    std::string_view t = SummaryInstructions(k);
+    SCOPED_TRACE(std::string(SummaryKindName(k)));
+    for (const char* rule :
+         {"same command or test was run again later and succeeded", "`cmd | tail`",
+          "give the current one", "never put them under Done", "not steps already carried out",
+          "turned down as rejected", "appeared only in a command's output"}) {
+      EXPECT_NE(t.find(rule), std::string_view::npos) << rule;
+    }
+  }
+  EXPECT_EQ(SummaryInstructions(SummaryKind::kShort).find("`cmd | tail`"), std::string_view::npos);
+}
+
 TEST(Prompts, MergeSplitTurnExactly) {
   EXPECT_EQ(MergeSplitTurnSummaries("H", "P"), "H\n\n---\n\n**Turn Context (split turn):**\n\nP");
 }
@@ -141,11 +160,12 @@ TEST(Prompts, InputBoundKeepsNewestAndFits) {
   EXPECT_NE(p->user_text.find("characters omitted"), std::string::npos);
 
   // A window too small for the fixed parts is an error, not a silent overflow.
-  req.max_input_tokens = 500;
+  // (The fixed parts, with the status rules, are about 700 tokens.)
+  req.max_input_tokens = 900;
   p = BuildSummaryPrompt(req);
   ASSERT_TRUE(p.ok());
-  EXPECT_LE(EstimateTextTokens(p->system_prompt) + EstimateTextTokens(p->user_text), 500);
-  req.max_input_tokens = 300;
+  EXPECT_LE(EstimateTextTokens(p->system_prompt) + EstimateTextTokens(p->user_text), 900);
+  req.max_input_tokens = 500;
   EXPECT_EQ(BuildSummaryPrompt(req).status().code(), StatusCode::kFailedPrecondition);
 }
 
