@@ -1,12 +1,12 @@
 // The offline summarizer on a large summarized part: the same planted-fact
-// coding session as its tests (tests/summarize/sample_conversation.h),
+// coding session as its tests (tests/support/sample_conversation.h),
 // repeated to the size given as the benchmark's argument (MB of message text
 // and tool arguments). There is no peer: pi has no offline summarizer, it
 // needs a model (docs/benchmarks.md, "Offline summarizer").
 #include <benchmark/benchmark.h>
 
 #include "compactor/summarizer.h"
-#include "summarize/sample_conversation.h"
+#include "support/sample_conversation.h"
 
 namespace compactor {
 namespace {

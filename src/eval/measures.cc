@@ -1,6 +1,7 @@
 // Measures beyond single facts (docs/quality.md): status claims in
 // aggregate, the summary's noise and duplicated items, paths / commands /
 // numbers of the replaced part that survive, and the continuation score.
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <map>
@@ -22,8 +23,23 @@ std::string ItemKey(const std::string& text) {
   norm = a == std::string::npos ? "" : norm.substr(a);
   for (std::string_view box : {"[x] ", "[ ] "})
     if (norm.starts_with(box)) norm = norm.substr(box.size());
+  // A short lead-in label ("continue with: X", "goal: X") is not the item.
+  size_t colon = norm.find(": ");
+  if (colon != std::string::npos && colon <= 24 &&
+      std::count(norm.begin(), norm.begin() + static_cast<std::ptrdiff_t>(colon), ' ') <= 2)
+    norm = norm.substr(colon + 2);
   while (!norm.empty() && (norm.back() == '.' || norm.back() == ' ')) norm.pop_back();
   return norm;
+}
+
+// Whether two item keys say the same thing: equal, or one a cut-off copy of
+// the other ("X..." quoting the start of X; at least 40 characters, so that
+// two short items that begin alike are not one).
+bool SameItem(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const std::string& shorter = a.size() < b.size() ? a : b;
+  const std::string& longer = a.size() < b.size() ? b : a;
+  return shorter.size() >= 40 && longer.starts_with(shorter);
 }
 
 // Path-like tokens: a slash and a file extension in the last segment, no URL.
@@ -246,8 +262,9 @@ SummaryShape MeasureSummaryShape(const std::vector<RenderedBlock>& blocks) {
   SummaryShape shape;
   for (const RenderedBlock& b : blocks) {
     if (!b.summary || b.role == Role::kBranchSummary) continue;  // as for status claims
-    // key -> the sections it appeared in so far
-    std::map<std::string, std::set<SummarySection>> seen;
+    // The keys of the items so far: an item said again, in any section or
+    // the same one, in full or cut off, is a repeat.
+    std::vector<std::string> seen;
     for (const SummaryItem& item : ParseSummaryItems(b.text)) {
       ++shape.items;
       if (item.noise) {
@@ -256,15 +273,19 @@ SummaryShape MeasureSummaryShape(const std::vector<RenderedBlock>& blocks) {
           shape.noise_examples.push_back(item.text.substr(0, 160));
         continue;
       }
+      // The file-list tags pi appends (<read-files>, <modified-files>) are
+      // data, not prose items: a path there and in a sentence is no repeat.
+      if (item.section == SummarySection::kFiles) continue;
       std::string key = ItemKey(item.text);
+      if (key.ends_with("...")) key.resize(key.size() - 3);
       if (key.size() < 16) continue;  // "done", "(none)", a bare path: not an item to repeat
-      std::set<SummarySection>& where = seen[key];
-      if (!where.empty() && !where.count(item.section)) {
+      if (std::any_of(seen.begin(), seen.end(),
+                      [&](const std::string& k) { return SameItem(k, key); })) {
         ++shape.duplicated;
         if (shape.duplicated_examples.size() < kMaxExamples)
           shape.duplicated_examples.push_back(item.text.substr(0, 160));
       }
-      where.insert(item.section);
+      seen.push_back(std::move(key));
     }
   }
   return shape;

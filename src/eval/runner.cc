@@ -356,7 +356,7 @@ std::string EvalTable(const std::vector<EvalSummary>& summaries) {
       [&](const EvalSummary& s) { return ratio(s.status.rejected_as_decided, s.status.rejected); });
   add("noise items in summary",
       [&](const EvalSummary& s) { return cell(s.shape.noise, s.shape.items); });
-  add("items repeated across sections",
+  add("items repeated",
       [&](const EvalSummary& s) { return cell(s.shape.duplicated, s.shape.items); });
   add("paths kept",
       [&](const EvalSummary& s) { return cell(s.artifacts.paths_kept, s.artifacts.paths); });

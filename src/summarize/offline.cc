@@ -368,6 +368,27 @@ class Composer {
     return OneLine(out, max_bytes);
   }
 
+  static constexpr std::string_view kAllListed =
+      "Apply the latest request (its requirements are under Constraints)";
+
+  // The request under way without the sentences Constraints lists already
+  // (a correction is both): each item once.
+  std::string UnlistedRequestText(const summarize::Request& r) const {
+    std::set<std::string_view> listed;
+    for (const Statement& c : facts_.constraints) {
+      if (!c.superseded) listed.insert(c.text);
+    }
+    std::string out;
+    for (const std::string& s : r.sentences) {
+      if (retired_.count(s) || listed.count(s)) continue;
+      if (!out.empty() && out.size() + s.size() + 1 > 300) break;
+      if (!out.empty()) out += ' ';
+      out += s;
+    }
+    if (out.empty()) return std::string(kAllListed);
+    return OneLine(out, 300);
+  }
+
   // Share of words made of letters only (a trailing , . : ! ? allowed):
   // high for a sentence, low for a pasted command line or log.
   static double PlainWordShare(std::string_view s) {
@@ -405,6 +426,7 @@ class Composer {
 
   void AddGoal() {
     int64_t n = 0;
+    std::string& goal = goal_text_;
     if (!previous_.lines[kGoal].empty()) {
       for (const std::string& l : previous_.lines[kGoal]) {
         if (retired_.count(l)) continue;
@@ -426,7 +448,7 @@ class Composer {
       }
       const summarize::Request& first = *chosen;
       goal_order_ = first.order;
-      std::string goal = RequestText(first, 700, /*skip_constraints=*/true);
+      goal = RequestText(first, 700, /*skip_constraints=*/true);
       if (!goal.empty()) {
         if (n == 0) {
           Add(kGoal, goal, 0, first.order);
@@ -437,7 +459,8 @@ class Composer {
       }
     }
     for (const Statement& s : facts_.goal_statements) {
-      if (s.superseded) continue;
+      // A goal sentence of the quoted request is not said twice.
+      if (s.superseded || goal.find(s.text) != std::string::npos) continue;
       Add(kGoal, "- " + s.text, 1, s.order);
     }
   }
@@ -446,9 +469,13 @@ class Composer {
     for (const Statement& s : prev_constraints_) {
       if (!s.superseded) Add(kConstraints, "- " + s.text, 0, s.order);
     }
+    // A turn prefix shows its request and constraints under one heading: a
+    // constraint the quoted request holds is not said twice.
+    const bool one_heading = request_.kind == SummaryKind::kTurnPrefix;
     std::set<std::string> seen;
     for (const Statement& s : facts_.constraints) {
       if (s.superseded || !seen.insert(s.text).second) continue;
+      if (one_heading && goal_text_.find(s.text) != std::string::npos) continue;
       Add(kConstraints, "- " + s.text, 0, s.order);
     }
   }
@@ -554,7 +581,7 @@ class Composer {
     if (!reqs.empty() &&
         (request_.kind != SummaryKind::kTurnPrefix || reqs.back().order != goal_order_)) {
       const summarize::Request& last = reqs.back();
-      std::string line = "- [ ] " + RequestText(last, 300, false);
+      std::string line = "- [ ] " + UnlistedRequestText(last);
       if (!last.modified.empty()) line += " (changed so far: " + FileList(last.modified, 8) + ")";
       Add(kInProgress, line, 0, last.order);
     }
@@ -733,8 +760,16 @@ class Composer {
         if (!AddDoneSince(l, -800000 + n)) Add(kNext, l, 1, n++, true);
       }
     }
-    if (n == 0 && !facts_.requests.empty()) {
-      Add(kNext, "Continue with: " + RequestText(facts_.requests.back(), 240, false), 0, n++);
+    // The request under way, unless a turn prefix quotes it as its Original
+    // Request already.
+    if (n == 0 && !facts_.requests.empty() &&
+        (request_.kind != SummaryKind::kTurnPrefix ||
+         facts_.requests.back().order != goal_order_)) {
+      const std::string text = UnlistedRequestText(facts_.requests.back());
+      Add(kNext,
+          text.starts_with(kAllListed) ? "Continue the work under In Progress"
+                                       : "Continue with: " + OneLine(text, 240),
+          0, n++);
     }
   }
 
@@ -835,16 +870,21 @@ class Composer {
     for (size_t i = notes > 3 ? notes - 3 : 0; i < notes; ++i) {
       Add(kCritical, "- Note (" + facts_.notes[i] + ")", 3, static_cast<int64_t>(i));
     }
+    // "Last assistant message" is true only of a summary nothing follows: with
+    // later messages (a split turn, the kept tail) it would name one that is
+    // not the last, and the context holds the later ones anyway.
+    const bool nothing_follows = LaterMessageCount(request_) == 0;
     int64_t n = -800000;
     for (const std::string& l : previous_.lines[kCritical]) {
       if (SupersededCommandLine(l) || l.rfind("Files read:", 0) == 0) continue;
-      if (l.rfind("Last assistant message:", 0) == 0 && !facts_.last_assistant_text.empty())
+      if (l.rfind("Last assistant message:", 0) == 0 &&
+          (!facts_.last_assistant_text.empty() || !nothing_follows))
         continue;
       bool is_error = l.rfind("Error in `", 0) == 0;
       // A fenced block (a tree, a snippet) stays verbatim, without a bullet.
       Add(kCritical, l.rfind("```", 0) == 0 ? l : "- " + Rejudge(l), is_error ? 2 : 3, n++, true);
     }
-    if (!facts_.last_assistant_text.empty()) {
+    if (nothing_follows && !facts_.last_assistant_text.empty()) {
       Add(kCritical, "- Last assistant message: \"" + facts_.last_assistant_text + "\"", 2,
           LastOrder(), true);
     }
@@ -943,6 +983,7 @@ class Composer {
   int64_t goal_order_ = -1;
   std::vector<Statement> later_;
   std::set<std::string> later_reads_;  // files read in the later messages
+  std::string goal_text_;              // the request quoted as the goal (AddGoal)
   std::vector<Statement> request_values_;
   std::set<std::string> retired_;
   std::vector<Item> items_;

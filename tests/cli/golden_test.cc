@@ -149,11 +149,21 @@ std::string FirstDifference(const std::string& expected, const std::string& actu
 // The new expected text: actual output, but old lines with {*} kept where they
 // still match the line at the same position.
 std::string Updated(const std::string& expected, const std::string& actual) {
+  // Each actual line is matched with the next expected line that matches it
+  // (a few lines ahead at most), so that a wildcard line keeps its {*} when
+  // lines above it were added or removed.
   std::vector<std::string> e = Lines(expected), a = Lines(actual);
   std::string out;
-  for (size_t i = 0; i < a.size(); ++i) {
-    bool keep = i < e.size() && e[i].find("{*}") != std::string::npos && LineMatches(e[i], a[i]);
-    out += (keep ? e[i] : a[i]) + "\n";
+  size_t next = 0;
+  for (const std::string& line : a) {
+    const std::string* kept = nullptr;
+    for (size_t k = next; k < e.size() && k < next + 24; ++k) {
+      if (!LineMatches(e[k], line)) continue;
+      if (e[k].find("{*}") != std::string::npos) kept = &e[k];
+      next = k + 1;
+      break;
+    }
+    out += (kept ? *kept : line) + "\n";
   }
   return out;
 }

@@ -121,5 +121,21 @@ TEST(SummaryStructureTest, ShapeCountsNoiseAndItemsRepeatedAcrossSections) {
   EXPECT_EQ(shape.duplicated, 2);
 }
 
+// A repeat is a repeat in the same section too, behind a short label, or cut
+// off with "..."; the file-list tags are data, not items.
+TEST(SummaryStructureTest, ShapeCountsRepeatsInOneSectionLabelledOrCutOff) {
+  RenderedBlock b;
+  b.summary = true;
+  b.text =
+      "## Original Request\nFor webp use the encoder quality of the jpeg section, not your own.\n"
+      "- For webp use the encoder quality of the jpeg section, not your own.\n"
+      "## Context for Suffix\n- Continue with: For webp use the encoder quality of the jp...\n"
+      "- Files read: `packages/web-ui/src/modes/interactive/renderer.ts`, `src/a.ts`\n"
+      "- For webp use a new encoder entirely\n\n"
+      "<read-files>\npackages/web-ui/src/modes/interactive/renderer.ts\n</read-files>\n";
+  SummaryShape shape = MeasureSummaryShape({b});
+  EXPECT_EQ(shape.duplicated, 2) << ::testing::PrintToString(shape.duplicated_examples);
+}
+
 }  // namespace
 }  // namespace compactor

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "compactor/summarizer.h"
-#include "summarize/sample_conversation.h"
-#include "summarize/test_messages.h"
+#include "support/sample_conversation.h"
+#include "support/test_messages.h"
 
 namespace compactor {
 namespace {
@@ -365,6 +365,37 @@ TEST(OfflineSummarizer, AnEarlierSummarysFooterFilesStayModified) {
   EXPECT_TRUE(Has(line, "`src/theme.ts`")) << *s;
   EXPECT_FALSE(Has(line, "read-only")) << *s;
   EXPECT_FALSE(Has(*s, "<modified-files>")) << "the caller appends the footer";
+}
+
+// Each item once: a correction that is both a constraint and the request under
+// way is listed as the constraint; a turn prefix's request is its Original
+// Request, not also a constraint and a "Continue with"; "Last assistant
+// message" only when nothing follows the summarized part.
+TEST(OfflineSummarizer, ACorrectionOrATurnPrefixRequestIsSaidOnce) {
+  const std::string correction = "Actually, use spaces instead of tabs in the report, 4 of them.";
+  std::vector<Message> msgs = {
+      User("Write the report generator for logstat in src/report.rs please."),
+      Assistant({Text("Writing it.")}),
+      User(correction),
+      Assistant({Call("e1", "edit", R"({"path":"src/report.rs","oldText":"\t","newText":" "})")}),
+      ToolResult("e1", "edit", "Successfully replaced text in src/report.rs."),
+  };
+  std::string out = Summarize(msgs);
+  SCOPED_TRACE(out);
+  EXPECT_EQ(Count(out, "use spaces instead of tabs"), 1);
+  EXPECT_TRUE(Has(out, "Last assistant message"));
+
+  std::vector<Message> kept = {Assistant({Text("Done.")})};
+  SummaryRequest req;
+  req.messages = {msgs.begin() + 2, msgs.end()};
+  req.kind = SummaryKind::kTurnPrefix;
+  req.later_messages = {std::span<const Message>(kept)};
+  auto prefix = NewOfflineSummarizer()->Summarize(req);
+  ASSERT_TRUE(prefix.ok());
+  SCOPED_TRACE(*prefix);
+  EXPECT_EQ(Count(*prefix, "use spaces instead of tabs"), 1);
+  EXPECT_FALSE(Has(*prefix, "Continue with"));
+  EXPECT_FALSE(Has(*prefix, "Last assistant message"));
 }
 
 // A failed test run is reported by the test that failed, not by the runner's

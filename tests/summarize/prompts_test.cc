@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "compactor/summarizer.h"
-#include "summarize/test_messages.h"
+#include "support/test_messages.h"
 
 namespace compactor {
 namespace {

@@ -9,7 +9,7 @@
 #include "compactor/file_ops.h"
 #include "compactor/session.h"
 #include "compactor/summarizer.h"
-#include "summarize/test_messages.h"
+#include "support/test_messages.h"
 #include "support/test_util.h"
 
 namespace compactor {

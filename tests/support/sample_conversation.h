@@ -1,15 +1,15 @@
 // A realistic coding conversation with planted facts, built in code: the
 // offline summarizer's tests and its benchmark (bench/summarize_bench.cc)
 // share it.
-#ifndef COMPACTOR_TESTS_SUMMARIZE_SAMPLE_CONVERSATION_H_
-#define COMPACTOR_TESTS_SUMMARIZE_SAMPLE_CONVERSATION_H_
+#ifndef COMPACTOR_TESTS_SUPPORT_SAMPLE_CONVERSATION_H_
+#define COMPACTOR_TESTS_SUPPORT_SAMPLE_CONVERSATION_H_
 
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "compactor/message.h"
-#include "summarize/test_messages.h"
+#include "support/test_messages.h"
 
 namespace compactor::summarize_test {
 
@@ -173,4 +173,4 @@ inline Convo LargeConversation(int64_t bytes) {
 
 }  // namespace compactor::summarize_test
 
-#endif  // COMPACTOR_TESTS_SUMMARIZE_SAMPLE_CONVERSATION_H_
+#endif  // COMPACTOR_TESTS_SUPPORT_SAMPLE_CONVERSATION_H_

@@ -1,6 +1,6 @@
 // Builders for messages constructed in code (summarizer tests).
-#ifndef COMPACTOR_TESTS_SUMMARIZE_TEST_MESSAGES_H_
-#define COMPACTOR_TESTS_SUMMARIZE_TEST_MESSAGES_H_
+#ifndef COMPACTOR_TESTS_SUPPORT_TEST_MESSAGES_H_
+#define COMPACTOR_TESTS_SUPPORT_TEST_MESSAGES_H_
 
 #include <optional>
 #include <string>
@@ -80,4 +80,4 @@ inline Message Bash(const std::string& command, const std::string& output,
 
 }  // namespace compactor::summarize_test
 
-#endif  // COMPACTOR_TESTS_SUMMARIZE_TEST_MESSAGES_H_
+#endif  // COMPACTOR_TESTS_SUPPORT_TEST_MESSAGES_H_
