@@ -25,7 +25,7 @@ std::string ItemKey(const std::string& text) {
     if (norm.starts_with(box)) norm = norm.substr(box.size());
   // A short lead-in label ("continue with: X", "goal: X") is not the item.
   size_t colon = norm.find(": ");
-  if (colon != std::string::npos && colon <= 24 &&
+  if (colon <= 24 &&  // npos is larger
       std::count(norm.begin(), norm.begin() + static_cast<std::ptrdiff_t>(colon), ' ') <= 2)
     norm = norm.substr(colon + 2);
   while (!norm.empty() && (norm.back() == '.' || norm.back() == ' ')) norm.pop_back();
