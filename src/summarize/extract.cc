@@ -452,25 +452,10 @@ bool NamesFailingUnit(std::string_view line, std::string_view lower) {
          lower.find(" stdout ") != std::string_view::npos;
 }
 
-// The first line of `text` that names the failing unit ("" when none does).
-std::string FailingUnitLine(std::string_view text) {
-  std::string lower;
-  size_t b = 0;
-  while (b < text.size() && b < kScanWindow) {
-    size_t e = text.find('\n', b);
-    if (e == std::string_view::npos) e = text.size();
-    std::string_view line = Trim(text.substr(b, e - b));
-    b = e + 1;
-    if (line.empty() || line.size() > 2000) continue;
-    lower = Lower(line);
-    if (NamesFailingUnit(line, lower)) return OneLine(line, kErrorLineMax);
-  }
-  return "";
-}
-
-// The first line of the output that names an error: where the failure began
-// (the failing test), which the summary line of a runner does not name.
-std::string FirstErrorLine(std::string_view text) {
+// The first non-empty line of the head of `text` (kScanWindow bytes) for
+// which `pick(line, lowered line)` holds, as one line ("" when none does).
+template <typename Pick>
+std::string FirstHeadLine(std::string_view text, Pick pick) {
   std::string lower;  // reused: one allocation, not one per line (hot path)
   size_t b = 0;
   while (b < text.size() && b < kScanWindow) {
@@ -483,12 +468,22 @@ std::string FirstErrorLine(std::string_view text) {
     for (char& c : lower) {
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
     }
-    if (IsExitLine(lower) || IsBareHeading(lower)) continue;
-    for (std::string_view w : kErrorWords) {
-      if (lower.find(w) != std::string::npos) return OneLine(line, kErrorLineMax);
-    }
+    if (pick(line, std::string_view(lower))) return OneLine(line, kErrorLineMax);
   }
   return "";
+}
+
+// The first line of `text` that names the failing unit ("" when none does).
+std::string FailingUnitLine(std::string_view text) { return FirstHeadLine(text, NamesFailingUnit); }
+
+// The first line of the output that names an error: where the failure began
+// (the failing test), which the summary line of a runner does not name.
+std::string FirstErrorLine(std::string_view text) {
+  return FirstHeadLine(text, [](std::string_view, std::string_view lower) {
+    if (IsExitLine(lower) || IsBareHeading(lower)) return false;
+    return std::any_of(kErrorWords.begin(), kErrorWords.end(),
+                       [&](std::string_view w) { return lower.find(w) != std::string_view::npos; });
+  });
 }
 
 std::string ErrorLine(std::string_view text, bool fallback = true) {

@@ -14,6 +14,16 @@
 namespace compactor {
 namespace {
 
+// A settings file naming the fake model `name` (an OpenAI-compatible model
+// `model` at the server's address).
+std::string ModelSettings(const testing::TempDir& d, const testing::FakeLlmServer& server,
+                          const std::string& name, const std::string& model) {
+  return d.Write("settings.json", R"({"models": {")" + name +
+                                      R"(": {"provider": "openai-chat", "baseUrl": ")" +
+                                      server.base_url() + R"(", "model": ")" + model +
+                                      R"(", "contextWindow": 1000000}}})");
+}
+
 TEST(EvalCli, LlmSummarizerAndJudge) {
   testing::FakeLlmServer server;
   ASSERT_TRUE(server.Start());
@@ -25,10 +35,7 @@ TEST(EvalCli, LlmSummarizerAndJudge) {
   auto gen = testing::RunCli(
       {"eval", "--generate", d.path(), "--sessions", "1", "--seed", "5", "--no-eval"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  std::string settings =
-      d.Write("settings.json", R"({"models": {"local": {"provider": "openai-chat", "baseUrl": ")" +
-                                   server.base_url() +
-                                   R"(", "model": "qwen", "contextWindow": 1000000}}})");
+  std::string settings = ModelSettings(d, server, "local", "qwen");
   auto r = testing::RunCli({"eval", d.path(), "--strategy", "summary", "--summarizer", "local",
                             "--judge", "local", "--settings", settings, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -57,10 +64,7 @@ TEST(EvalCli, JudgeScoresTheStatusQuestions) {
       testing::RunCli({"eval", "--generate", d.path(), "--generator", "independent", "--sessions",
                        "1", "--seed", "2", "--target-tokens", "60000", "--no-eval"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  std::string settings =
-      d.Write("settings.json", R"({"models": {"judge": {"provider": "openai-chat", "baseUrl": ")" +
-                                   server.base_url() +
-                                   R"(", "model": "grader", "contextWindow": 1000000}}})");
+  std::string settings = ModelSettings(d, server, "judge", "grader");
   auto r = testing::RunCli({"eval", d.path(), "--strategy", "mask", "--judge", "judge",
                             "--settings", settings, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -139,10 +143,7 @@ TEST(EvalCli, AnLlmWrittenSummaryIsScoredForStatus) {
   for (int i = 0; i < 4; ++i) {
     server.Push(testing::FakeReply(200, testing::FakeLlmServer::ChatReply(checkpoint)));
   }
-  std::string settings =
-      d.Write("settings.json", R"({"models": {"local": {"provider": "openai-chat", "baseUrl": ")" +
-                                   server.base_url() +
-                                   R"(", "model": "writer", "contextWindow": 1000000}}})");
+  std::string settings = ModelSettings(d, server, "local", "writer");
   auto r = testing::RunCli({"eval", d.path(), "--strategy", "summary", "--summarizer", "local",
                             "--settings", settings, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
