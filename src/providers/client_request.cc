@@ -199,10 +199,21 @@ Result<std::string> RewriteClientRequest(const ClientRequest& request,
 
 namespace providers {
 
+ScratchParser::ScratchParser(Use use, size_t bytes) {
+  static thread_local dom::parser body, item;
+  if (bytes > kScratchParserLimit) {
+    own_ = std::make_unique<dom::parser>();
+  } else {
+    shared_ = use == kBody ? &body : &item;
+  }
+}
+
 Result<dom::element> ParseClientBody(const ClientRequest& request, dom::parser& parser,
                                      std::map<std::string, ByteSpan, std::less<>>* members) {
   dom::element doc;
-  if (parser.parse(request.body).get(doc) != simdjson::SUCCESS) {
+  // A body with room for simdjson's padding is parsed in place (else copied).
+  if (parser.parse(request.body.data(), request.body.size(), !PaddedIn(request.body, request.body))
+          .get(doc) != simdjson::SUCCESS) {
     return Status::InvalidArgument(request.api + " request: invalid JSON");
   }
   if (!doc.is_object()) {

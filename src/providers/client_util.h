@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,31 @@
 namespace compactor::providers {
 
 namespace dom = simdjson::dom;
+
+// A parser for `bytes` of JSON. Up to kScratchParserLimit bytes it is the
+// calling thread's own parser for that use, whose buffers are allocated once
+// rather than at every request (a pass-through request's body is read on the
+// request path); a larger text gets a fresh parser, so that no thread keeps a
+// large body's buffers (over ten times its size) for good. kBody serves
+// whole bodies (ReadClientRequest), kItem single items (ClientItemMessages):
+// neither nests in the other, so a parse never overwrites elements in use.
+inline constexpr size_t kScratchParserLimit = 128 * 1024;
+class ScratchParser {
+ public:
+  enum Use { kBody, kItem };
+  ScratchParser(Use use, size_t bytes);
+  dom::parser& get() { return own_ ? *own_ : *shared_; }
+
+ private:
+  std::unique_ptr<dom::parser> own_;
+  dom::parser* shared_ = nullptr;
+};
+
+// Whether simdjson may read its padding past the end of `part` (a view into
+// `text`) without a copy: the bytes are `text`'s own (its capacity).
+inline bool PaddedIn(const std::string& text, std::string_view part) {
+  return part.data() + part.size() + simdjson::SIMDJSON_PADDING <= text.data() + text.capacity();
+}
 
 // `request.body` parsed by `parser` (which owns the result) as a JSON object,
 // or kInvalidArgument "<api> request: ...". The spans of its top-level
