@@ -313,8 +313,12 @@ bool CompactProxyHook::PassesUnread(Exchange& ex) const {
   if (req.method != "POST" || FindProviderApi(req.route.api) == nullptr) return false;
   auto body = ex.DecodedBody();
   if (!body.ok()) return false;
+  // The bound's first term alone (1.5 tokens a byte) rules a large body out
+  // before it is scanned.
+  const int64_t threshold = LowestThreshold();
+  if (static_cast<int64_t>(body->size()) * 3 > threshold * 2) return false;
   std::optional<int64_t> bound = RequestTokensBound(*body);
-  return bound && *bound <= LowestThreshold();
+  return bound && *bound <= threshold;
 }
 
 // One request's compaction and overflow recovery.

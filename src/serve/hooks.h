@@ -123,6 +123,8 @@ class Exchange {
   // read as its request. Shared: a hook may keep it past the exchange (the
   // recorder converts it on its writer thread).
   virtual std::shared_ptr<const ClientRequestView> client_request() = 0;
+  // Whether client_request() was asked already (its answer is then free).
+  virtual bool client_request_read() const { return false; }
 
   // What the compaction hook replaced in the forwarded body (the latest
   // attempt's compaction wins; nullopt: sent as the client sent it). Read by

@@ -54,6 +54,7 @@ class ProxyExchange final : public Exchange {
   const ProxyRequest& request() const override { return request_; }
   Result<std::string_view> DecodedBody() override;
   std::shared_ptr<const ClientRequestView> client_request() override;
+  bool client_request_read() const override { return parsed_; }
   void set_compaction(std::optional<ExchangeCompaction> compaction) override {
     compaction_ = std::move(compaction);
   }

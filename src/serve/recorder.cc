@@ -490,12 +490,17 @@ std::unique_ptr<ExchangeHook> RecordingHook::Begin(Exchange& ex) {
   const ProxyRequest& req = ex.request();
   if (req.method != "POST" || req.route.api.empty() || !IsRecordedRoute(req.route.label))
     return nullptr;
-  // Auxiliary requests (no tools) are not recorded. Told from the body's
-  // top-level members without reading it, when the request is not read yet
-  // (the compaction hook forwards a request it cannot compact unread): the
-  // view, parsed once for every hook, is taken at the end.
-  auto body = ex.DecodedBody();
-  if (!body.ok() || !DeclaresTools(*body)) return nullptr;
+  // Auxiliary requests (no tools) are not recorded: the view says so when
+  // the request was read; else (the compaction hook forwards a request it
+  // cannot compact unread) the body's top-level members do, and the view,
+  // parsed once for every hook, is taken at the end.
+  if (ex.client_request_read()) {
+    std::shared_ptr<const ClientRequestView> view = ex.client_request();
+    if (view == nullptr || view->auxiliary) return nullptr;
+  } else {
+    auto body = ex.DecodedBody();
+    if (!body.ok() || !DeclaresTools(*body)) return nullptr;
+  }
   return std::make_unique<RecordingExchange>(recorder_);
 }
 
