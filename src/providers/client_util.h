@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,8 +73,15 @@ std::string HintText(dom::element value);
 // The pi messages of item `index` (ProviderApi::ClientItemMessages).
 using ItemMessages = std::function<std::vector<std::string>(size_t index)>;
 
-// Assigns turns (client_request.h) and pi's estimate of each item's messages.
+// Assigns turns (client_request.h) and pi's estimate of each item's messages
+// (known from an earlier request of the thread when the item's bytes were
+// read before: KnownItemTokens).
 void FinishItems(ClientRequest& request, const ItemMessages& messages);
+
+// The estimate of an item of `api` with these bytes, when the thread
+// estimated one lately (FinishItems remembers every one it computes).
+std::optional<int64_t> KnownItemTokens(std::string_view api, std::string_view raw);
+void RememberItemTokens(std::string_view api, std::string_view raw, int64_t tokens);
 
 // The rewritten body: everything before the conversation, "[", the system and
 // `rewrite.keep` items before the cut, `summary_item`, the kept items (each
