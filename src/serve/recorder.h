@@ -124,7 +124,9 @@ class ConversationRecorder {
   // Queues `record` (in `place`, else after everything queued or reserved
   // so far); never waits for I/O.
   void Record(ConversationRecord record, uint64_t place = 0);
-  // Waits until everything queued before the call is written (tests, shutdown).
+  // Waits until everything queued before the call is written (tests,
+  // shutdown); a record waiting for an earlier place of its conversation is
+  // waited for too, until that place is recorded or cancelled.
   void Flush();
   // The session recording `conversation_id`, when known (assigned at its
   // first request by SessionFor, else at its first record).
