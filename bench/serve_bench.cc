@@ -212,6 +212,8 @@ struct Samples {
   int failures = 0;
 };
 
+constexpr int kWarmup = 3;  // requests per stream and target before the measured ones
+
 // One stream: `n` requests to each target in rotating order (plus warm-up).
 void RunStream(const std::array<int, kTargets>& ports, int stream, bool sse, int n, Samples* out) {
   std::array<RawClient, kTargets> clients;
@@ -222,8 +224,7 @@ void RunStream(const std::array<int, kTargets>& ports, int stream, bool sse, int
     }
   }
   const std::string req = RequestFor(stream, sse);
-  const int warmup = 3;
-  for (int i = 0; i < n + warmup; ++i) {
+  for (int i = 0; i < n + kWarmup; ++i) {
     for (int k = 0; k < kTargets; ++k) {
       const int t = (i + k + stream) % kTargets;
       auto start = Clock::now();
@@ -235,9 +236,29 @@ void RunStream(const std::array<int, kTargets>& ports, int stream, bool sse, int
         clients[t].Connect(ports[t]);
         continue;
       }
-      if (i >= warmup) out->us[t].push_back(us);
+      if (i >= kWarmup) out->us[t].push_back(us);
     }
   }
+}
+
+// CPU time (ns) spent so far by every thread of `pid` and of its child
+// processes (nginx's workers), from /proc/PID/task/TID/schedstat: with the
+// requests counted, the CPU per request of each proxy, which the load of a
+// shared machine disturbs far less than the latencies.
+int64_t CpuNs(pid_t pid) {
+  int64_t total = 0;
+  std::error_code ec;
+  std::vector<pid_t> children;
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& t : std::filesystem::directory_iterator(task, ec)) {
+    std::ifstream in(t.path() / "schedstat");
+    int64_t ns = 0;
+    if (in >> ns) total += ns;
+    std::ifstream kids(t.path() / "children");
+    for (pid_t c; kids >> c;) children.push_back(c);
+  }
+  for (pid_t c : children) total += CpuNs(c);
+  return total;
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -252,9 +273,14 @@ struct Figures {
   std::array<double, kTargets> p99{};
   int failures = 0;
   size_t count = 0;
+  double nginx_cpu_us = 0;  // CPU per request of each proxy
+  double compactor_cpu_us = 0;
 };
 
-Figures Measure(const std::array<int, kTargets>& ports, int streams, bool sse, int n) {
+Figures Measure(const std::array<int, kTargets>& ports, const std::array<pid_t, kTargets>& pids,
+                int streams, bool sse, int n) {
+  const int64_t nginx_before = CpuNs(pids[kNginx]);
+  const int64_t compactor_before = CpuNs(pids[kCompactor]);
   std::vector<Samples> per(streams);
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(streams));
@@ -273,6 +299,11 @@ Figures Measure(const std::array<int, kTargets>& ports, int streams, bool sse, i
     f.p99[t] = Percentile(all[t], 0.99);
   }
   f.count = all[kDirect].size();
+  // Warm-up requests included: every request a proxy served.
+  const double served = static_cast<double>(streams) * (n + kWarmup);
+  f.nginx_cpu_us = static_cast<double>(CpuNs(pids[kNginx]) - nginx_before) / 1000.0 / served;
+  f.compactor_cpu_us =
+      static_cast<double>(CpuNs(pids[kCompactor]) - compactor_before) / 1000.0 / served;
   return f;
 }
 
@@ -392,33 +423,38 @@ int main(int argc, char** argv) {
     rc = 1;
   }
   const std::array<int, kTargets> ports = {upstream.port(), nginx.port, serve.port};
+  const std::array<pid_t, kTargets> pids = {::getpid(), nginx.pid, serve.pid};
   std::printf("load average at start: %s\n", LoadAverage().c_str());
-  std::printf("%-6s %-7s %5s %8s | %9s %9s | %9s %9s %9s %9s | %6s %6s\n", "round", "mode", "conc",
-              "requests", "direct50", "direct99", "nginx+50", "nginx+99", "compac+50", "compac+99",
-              "r50", "r99");
-  // key: mode/concurrency; value: per-round ratios and added latencies.
-  std::map<std::string, std::array<std::vector<double>, 6>> summary;
+  std::printf("%-6s %-7s %5s %8s | %9s %9s | %9s %9s %9s %9s | %6s %6s | %7s %7s %5s\n", "round",
+              "mode", "conc", "requests", "direct50", "direct99", "nginx+50", "nginx+99",
+              "compac+50", "compac+99", "r50", "r99", "ngx-cpu", "cmp-cpu", "rcpu");
+  // key: mode/concurrency; value: per-round added latencies, ratios, CPU.
+  constexpr int kColumns = 9;
+  std::map<std::string, std::array<std::vector<double>, kColumns>> summary;
   for (int round = 1; rc == 0 && round <= f.rounds; ++round) {
     for (int streams : {1, 64}) {
       for (bool sse : {true, false}) {
         int n = streams == 1 ? f.requests_1 : f.requests_64;
         if (f.quick) n = streams == 1 ? 20 : 3;
-        Figures m = Measure(ports, streams, sse, n);
+        Figures m = Measure(ports, pids, streams, sse, n);
         double n50 = m.p50[kNginx] - m.p50[kDirect], n99 = m.p99[kNginx] - m.p99[kDirect];
         double c50 = m.p50[kCompactor] - m.p50[kDirect], c99 = m.p99[kCompactor] - m.p99[kDirect];
+        double rcpu = m.compactor_cpu_us / m.nginx_cpu_us;
         const char* mode = sse ? "sse" : "json";
-        std::printf("%-6d %-7s %5d %8zu | %9.0f %9.0f | %9.0f %9.0f %9.0f %9.0f | %6.2f %6.2f\n",
-                    round, mode, streams, m.count, m.p50[kDirect], m.p99[kDirect], n50, n99, c50,
-                    c99, c50 / n50, c99 / n99);
+        std::printf(
+            "%-6d %-7s %5d %8zu | %9.0f %9.0f | %9.0f %9.0f %9.0f %9.0f | %6.2f %6.2f | %7.0f "
+            "%7.0f %5.2f\n",
+            round, mode, streams, m.count, m.p50[kDirect], m.p99[kDirect], n50, n99, c50, c99,
+            c50 / n50, c99 / n99, m.nginx_cpu_us, m.compactor_cpu_us, rcpu);
         std::fflush(stdout);
         if (m.failures > 0 || m.count == 0) {
           std::fprintf(stderr, "%d failed requests (%s, %d streams)\n", m.failures, mode, streams);
           rc = 1;
         }
         auto& s = summary[std::string(mode) + " " + std::to_string(streams)];
-        for (int i = 0; i < 6; ++i) {
-          s[i].push_back(std::array<double, 6>{n50, n99, c50, c99, c50 / n50, c99 / n99}[i]);
-        }
+        const std::array<double, kColumns> row = {
+            n50, n99, c50, c99, c50 / n50, c99 / n99, m.nginx_cpu_us, m.compactor_cpu_us, rcpu};
+        for (int i = 0; i < kColumns; ++i) s[i].push_back(row[i]);
       }
     }
   }
@@ -432,6 +468,17 @@ int main(int argc, char** argv) {
       auto [lo, hi] = std::minmax_element(s[i].begin(), s[i].end());
       std::printf(i < 4 ? " %6.0f [%5.0f-%5.0f]" : " %5.2f [%4.2f-%4.2f]", Median(s[i]), *lo, *hi);
       if (i == 3) std::printf(" |");
+    }
+    std::printf("\n");
+  }
+  std::printf("\nCPU per request (us, every thread of the proxy), median [min-max] of %d rounds:\n",
+              f.rounds);
+  std::printf("%-9s | %-20s %-20s %-18s\n", "mode", "nginx", "compactor", "ratio");
+  for (auto& [key, s] : summary) {
+    std::printf("%-9s |", key.c_str());
+    for (int i = 6; i < kColumns; ++i) {
+      auto [lo, hi] = std::minmax_element(s[i].begin(), s[i].end());
+      std::printf(i < 8 ? " %6.1f [%5.1f-%5.1f]" : " %5.2f [%4.2f-%4.2f]", Median(s[i]), *lo, *hi);
     }
     std::printf("\n");
   }

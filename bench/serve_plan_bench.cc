@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "serve/compact_hook.h"
 #include "serve/compact_plan.h"
@@ -123,6 +124,67 @@ void BM_DecideAndRewriteCached(benchmark::State& state) {
                           static_cast<int64_t>(body.size()));
 }
 BENCHMARK(BM_DecideAndRewriteCached)->Arg(200)->Unit(benchmark::kMillisecond);
+
+// What the request path of a pass-through request costs before anything goes
+// upstream (serve_bench's request: 3 turns, ~2.9 kB): the compaction hook's
+// Begin and BeforeForward, the client's request read once as the proxy does.
+void BM_PassThroughDecision(benchmark::State& state) {
+  auto json = testing::AnthropicRequest(3, 40);
+  json["stream"] = true;
+  const std::string body = json.dump();
+  CompactHookOptions o;
+  o.context_window = 1'000'000;
+  o.summarizer = CompactHookOptions::SummarizerKind::kOffline;
+  std::shared_ptr<ProxyHook> hook = NewCompactHook(o);
+  Metrics metrics;
+  for (auto _ : state) {
+    BenchExchange ex(body, &metrics);
+    auto h = hook->Begin(ex);
+    if (h) h->BeforeForward(ex);
+    if (ex.replaced()) {
+      state.SkipWithError("compacted");
+      return;
+    }
+    benchmark::DoNotOptimize(h);
+  }
+  state.counters["request_bytes"] = static_cast<double>(body.size());
+}
+BENCHMARK(BM_PassThroughDecision)->Unit(benchmark::kMicrosecond);
+
+// Reading serve_bench's request into the view every hook shares (done after
+// the send for a pass-through request): Arg 0 the same body every time (every
+// item read before, as in serve_bench), Arg 1 a body whose newest turn (user
+// text, call, result) is new every time, as an agent's next request is.
+void BM_ReadPassThroughRequest(benchmark::State& state) {
+  const bool new_turn = state.range(0) != 0;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < (new_turn ? 4096 : 1); ++i) {
+    auto json = testing::AnthropicRequest(3, 40);
+    json["stream"] = true;
+    if (new_turn) {
+      const std::string tag = " turn-" + std::to_string(i);
+      auto& messages = json["messages"];
+      const size_t n = messages.size();
+      messages[n - 3]["content"] = messages[n - 3]["content"].get<std::string>() + tag;
+      messages[n - 2]["content"][1]["input"]["path"] = "f" + tag;
+      messages[n - 1]["content"][0]["content"] =
+          messages[n - 1]["content"][0]["content"].get<std::string>() + tag;
+    }
+    bodies.push_back(json.dump());
+  }
+  const ProviderApi& api = *FindProviderApi("anthropic");
+  const HeaderList headers = {{"x-claude-code-session-id", "bench"}};
+  size_t i = 0;
+  for (auto _ : state) {
+    auto view = ReadClientRequestView(api, bodies[i++ % bodies.size()], headers);
+    if (view == nullptr) {
+      state.SkipWithError("the request does not read");
+      return;
+    }
+    benchmark::DoNotOptimize(view);
+  }
+}
+BENCHMARK(BM_ReadPassThroughRequest)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace compactor::serve

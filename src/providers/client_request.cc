@@ -3,6 +3,9 @@
 #include "compactor/client_request.h"
 
 #include <algorithm>
+#include <array>
+#include <functional>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -199,10 +202,21 @@ Result<std::string> RewriteClientRequest(const ClientRequest& request,
 
 namespace providers {
 
+ScratchParser::ScratchParser(Use use, size_t bytes) {
+  static thread_local dom::parser body, item;
+  if (bytes > kScratchParserLimit) {
+    own_ = std::make_unique<dom::parser>();
+  } else {
+    shared_ = use == kBody ? &body : &item;
+  }
+}
+
 Result<dom::element> ParseClientBody(const ClientRequest& request, dom::parser& parser,
                                      std::map<std::string, ByteSpan, std::less<>>* members) {
   dom::element doc;
-  if (parser.parse(request.body).get(doc) != simdjson::SUCCESS) {
+  // A body with room for simdjson's padding is parsed in place (else copied).
+  if (parser.parse(request.body.data(), request.body.size(), !PaddedIn(request.body, request.body))
+          .get(doc) != simdjson::SUCCESS) {
     return Status::InvalidArgument(request.api + " request: invalid JSON");
   }
   if (!doc.is_object()) {
@@ -269,6 +283,42 @@ std::string HintText(dom::element value) {
   return simdjson::minify(value);
 }
 
+namespace {
+
+// The estimates of the items the thread read last, by their bytes: an agent
+// sends its whole conversation with every request, so all but its newest
+// items were read (and estimated) before. An item's estimate depends on its
+// API and its bytes alone (the tool name a result borrows from its call is
+// not counted). Direct-mapped, a fixed 24 kB a thread; a slot holds a 64-bit
+// hash of the bytes and their length, and a clash only evicts.
+struct ItemTokensSlot {
+  uint64_t hash = 0;
+  size_t size = 0;
+  int64_t tokens = -1;
+};
+constexpr size_t kItemTokensSlots = 1024;
+
+ItemTokensSlot& SlotFor(std::string_view api, std::string_view raw, uint64_t* hash) {
+  static thread_local std::array<ItemTokensSlot, kItemTokensSlots> slots;
+  *hash = std::hash<std::string_view>{}(raw) ^ (std::hash<std::string_view>{}(api)*31);
+  return slots[*hash % kItemTokensSlots];
+}
+
+}  // namespace
+
+std::optional<int64_t> KnownItemTokens(std::string_view api, std::string_view raw) {
+  uint64_t hash = 0;
+  const ItemTokensSlot& slot = SlotFor(api, raw, &hash);
+  if (slot.tokens < 0 || slot.hash != hash || slot.size != raw.size()) return std::nullopt;
+  return slot.tokens;
+}
+
+void RememberItemTokens(std::string_view api, std::string_view raw, int64_t tokens) {
+  uint64_t hash = 0;
+  ItemTokensSlot& slot = SlotFor(api, raw, &hash);
+  slot = ItemTokensSlot{hash, raw.size(), tokens};
+}
+
 void FinishItems(ClientRequest& request, const ItemMessages& messages) {
   int turn = 0;
   bool content = false;  // something other than user and system items since the turn began
@@ -282,9 +332,15 @@ void FinishItems(ClientRequest& request, const ItemMessages& messages) {
     item.turn = turn;
   }
   for (size_t i = 0; i < request.items.size(); ++i) {
+    const std::string_view raw = request.Text(request.items[i]);
+    if (std::optional<int64_t> known = KnownItemTokens(request.api, raw)) {
+      request.items[i].tokens = *known;
+      continue;
+    }
     int64_t tokens = 0;
     for (const std::string& m : messages(i)) tokens += EstimateMessageTokens(m);
     request.items[i].tokens = tokens;
+    RememberItemTokens(request.api, raw, tokens);
   }
 }
 

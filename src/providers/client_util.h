@@ -10,6 +10,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +22,31 @@
 namespace compactor::providers {
 
 namespace dom = simdjson::dom;
+
+// A parser for `bytes` of JSON. Up to kScratchParserLimit bytes it is the
+// calling thread's own parser for that use, whose buffers are allocated once
+// rather than at every request (a pass-through request's body is read on the
+// request path); a larger text gets a fresh parser, so that no thread keeps a
+// large body's buffers (over ten times its size) for good. kBody serves
+// whole bodies (ReadClientRequest), kItem single items (ClientItemMessages):
+// neither nests in the other, so a parse never overwrites elements in use.
+inline constexpr size_t kScratchParserLimit = 128 * 1024;
+class ScratchParser {
+ public:
+  enum Use { kBody, kItem };
+  ScratchParser(Use use, size_t bytes);
+  dom::parser& get() { return own_ ? *own_ : *shared_; }
+
+ private:
+  std::unique_ptr<dom::parser> own_;
+  dom::parser* shared_ = nullptr;
+};
+
+// Whether simdjson may read its padding past the end of `part` (a view into
+// `text`) without a copy: the bytes are `text`'s own (its capacity).
+inline bool PaddedIn(const std::string& text, std::string_view part) {
+  return part.data() + part.size() + simdjson::SIMDJSON_PADDING <= text.data() + text.capacity();
+}
 
 // `request.body` parsed by `parser` (which owns the result) as a JSON object,
 // or kInvalidArgument "<api> request: ...". The spans of its top-level
@@ -46,8 +73,15 @@ std::string HintText(dom::element value);
 // The pi messages of item `index` (ProviderApi::ClientItemMessages).
 using ItemMessages = std::function<std::vector<std::string>(size_t index)>;
 
-// Assigns turns (client_request.h) and pi's estimate of each item's messages.
+// Assigns turns (client_request.h) and pi's estimate of each item's messages
+// (known from an earlier request of the thread when the item's bytes were
+// read before: KnownItemTokens).
 void FinishItems(ClientRequest& request, const ItemMessages& messages);
+
+// The estimate of an item of `api` with these bytes, when the thread
+// estimated one lately (FinishItems remembers every one it computes).
+std::optional<int64_t> KnownItemTokens(std::string_view api, std::string_view raw);
+void RememberItemTokens(std::string_view api, std::string_view raw, int64_t tokens);
 
 // The rewritten body: everything before the conversation, "[", the system and
 // `rewrite.keep` items before the cut, `summary_item`, the kept items (each

@@ -372,9 +372,9 @@ class OpenAiChat : public ProviderApi {
     ClientRequest r;
     r.api = std::string(name());
     r.body = std::move(body);
-    dom::parser parser;
+    ScratchParser parser(ScratchParser::kBody, r.body.size());
     std::map<std::string, ByteSpan, std::less<>> members;
-    COMPACTOR_ASSIGN_OR_RETURN(dom::element doc, ParseClientBody(r, parser, &members));
+    COMPACTOR_ASSIGN_OR_RETURN(dom::element doc, ParseClientBody(r, parser.get(), &members));
     dom::array messages;
     if (!ArrayMember(doc, "messages", &messages)) {
       return Status::InvalidArgument("openai-chat request: no \"messages\" array");
@@ -397,10 +397,13 @@ class OpenAiChat : public ProviderApi {
 
   std::vector<std::string> ClientItemMessages(const ClientRequest& request,
                                               size_t index) const override {
-    dom::parser parser;
+    ScratchParser parser(ScratchParser::kItem, request.items.at(index).raw.size());
     dom::element m;
     std::string_view raw = request.Text(request.items.at(index));
-    if (parser.parse(raw.data(), raw.size()).get(m) != simdjson::SUCCESS) return {};
+    if (parser.get().parse(raw.data(), raw.size(), !PaddedIn(request.body, raw)).get(m) !=
+        simdjson::SUCCESS) {
+      return {};
+    }
     return ItemMessages(request, index, m);
   }
 

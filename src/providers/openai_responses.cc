@@ -381,9 +381,9 @@ class OpenAiResponses : public ProviderApi {
     ClientRequest r;
     r.api = std::string(name());
     r.body = std::move(body);
-    dom::parser parser;
+    ScratchParser parser(ScratchParser::kBody, r.body.size());
     std::map<std::string, ByteSpan, std::less<>> members;
-    COMPACTOR_ASSIGN_OR_RETURN(dom::element doc, ParseClientBody(r, parser, &members));
+    COMPACTOR_ASSIGN_OR_RETURN(dom::element doc, ParseClientBody(r, parser.get(), &members));
     dom::element input;
     if (!Member(doc, "input", &input) || !(input.is_array() || input.is_string())) {
       return Status::InvalidArgument("openai-responses request: no \"input\" array or string");
@@ -422,10 +422,13 @@ class OpenAiResponses : public ProviderApi {
 
   std::vector<std::string> ClientItemMessages(const ClientRequest& request,
                                               size_t index) const override {
-    dom::parser parser;
+    ScratchParser parser(ScratchParser::kItem, request.items.at(index).raw.size());
     dom::element it;
     std::string_view raw = request.Text(request.items.at(index));
-    if (parser.parse(raw.data(), raw.size()).get(it) != simdjson::SUCCESS) return {};
+    if (parser.get().parse(raw.data(), raw.size(), !PaddedIn(request.body, raw)).get(it) !=
+        simdjson::SUCCESS) {
+      return {};
+    }
     return ItemMessages(request, index, it);
   }
 

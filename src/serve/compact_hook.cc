@@ -57,10 +57,23 @@ class CompactProxyHook : public ProxyHook {
     return it != options_.model_windows.end() ? it->second : BuiltinContextWindow(model);
   }
   // 0 for an unknown window: no proactive compaction.
-  int64_t Threshold(const std::string& model) const {
-    int64_t window = Window(model);
+  int64_t Threshold(const std::string& model) const { return ThresholdOf(Window(model)); }
+  int64_t ThresholdOf(int64_t window) const {
     return window <= 0 ? 0 : window - std::min(options_.reserve_tokens, window / 2);
   }
+  // The lowest threshold of any model (the threshold grows with the window).
+  int64_t LowestThreshold() const {
+    if (options_.context_window > 0) return ThresholdOf(options_.context_window);
+    int64_t window = SmallestBuiltinContextWindow();
+    for (const auto& [model, w] : options_.model_windows) {
+      if (w > 0) window = std::min(window, w);
+    }
+    return ThresholdOf(window);
+  }
+  // Whether the request, without reading it, surely needs nothing before it
+  // is forwarded: no compaction (its estimate is under every threshold), no
+  // compaction item to expand, no trigger to answer.
+  bool PassesUnread(Exchange& ex) const;
   int64_t KeepRecent(const std::string& model) const {
     int64_t threshold = Threshold(model);
     return threshold > 0 ? std::min(options_.keep_recent_tokens, threshold / 2)
@@ -295,6 +308,19 @@ std::string CompactProxyHook::SummaryForTrigger(Exchange& ex, const ProviderApi&
   return offline.ok() ? *offline : "The earlier conversation could not be summarized.";
 }
 
+bool CompactProxyHook::PassesUnread(Exchange& ex) const {
+  const ProxyRequest& req = ex.request();
+  if (req.method != "POST" || FindProviderApi(req.route.api) == nullptr) return false;
+  auto body = ex.DecodedBody();
+  if (!body.ok()) return false;
+  // The bound's first term alone (1.5 tokens a byte) rules a large body out
+  // before it is scanned.
+  const int64_t threshold = LowestThreshold();
+  if (static_cast<int64_t>(body->size()) * 3 > threshold * 2) return false;
+  std::optional<int64_t> bound = RequestTokensBound(*body);
+  return bound && *bound <= threshold;
+}
+
 // One request's compaction and overflow recovery.
 class CompactExchangeHook : public ExchangeHook {
  public:
@@ -305,8 +331,12 @@ class CompactExchangeHook : public ExchangeHook {
         view_(std::move(view)),
         id_(view_->conversation_id),
         answer_trigger_(answer_trigger) {}
+  // A request forwarded unread (CompactProxyHook::PassesUnread): read in
+  // AfterForward, while the upstream works on it.
+  explicit CompactExchangeHook(CompactProxyHook* owner) : owner_(owner), unread_(true) {}
 
   void BeforeForward(Exchange& ex) override;
+  void AfterForward(Exchange& ex) override;
   HeadVerdict OnResponseHead(Exchange& ex, const ResponseHead& head) override;
   EventVerdict OnEvent(Exchange& ex, const SseEvent& event) override;
   BodyVerdict OnBody(Exchange& ex, std::string_view body) override;
@@ -319,6 +349,8 @@ class CompactExchangeHook : public ExchangeHook {
     return f != nullptr && static_cast<bool>(*f);
   }
   bool MayRetry(const Exchange& ex) const { return ex.attempt() < 2; }
+  // Names the conversation's session on the response and in the log.
+  void AddSession(Exchange& ex);
   // Adds x-compactor-compacted for the attempt the client gets (once: a
   // dropped attempt's compaction is not reported).
   void Report(Exchange& ex) {
@@ -341,10 +373,14 @@ class CompactExchangeHook : public ExchangeHook {
   const ClientRequest& request() const { return expanded_ ? *expanded_ : view_->request; }
 
   CompactProxyHook* owner_;
-  const ProviderApi* api_;
+  const ProviderApi* api_ = nullptr;
   std::shared_ptr<const ClientRequestView> view_;
   std::string id_;  // the view's conversation id
-  bool answer_trigger_;
+  bool answer_trigger_ = false;
+  // Forwarded unread: view_ is null until AfterForward; `out_` when the
+  // request turned out to be none the hook joins (no view, auxiliary).
+  bool unread_ = false;
+  bool out_ = false;
   std::optional<ClientRequest> expanded_;
   int status_ = 0;
   int harder_ = 0;  // overflow retries asked for
@@ -359,6 +395,11 @@ class CompactExchangeHook : public ExchangeHook {
 };
 
 std::unique_ptr<ExchangeHook> CompactProxyHook::Begin(Exchange& ex) {
+  if (PassesUnread(ex)) {
+    // No tools: auxiliary (and no trigger to answer): stays out, as below.
+    if (!DeclaresTools(*ex.DecodedBody())) return nullptr;
+    return std::make_unique<CompactExchangeHook>(this);
+  }
   std::shared_ptr<const ClientRequestView> view = ex.client_request();
   if (view == nullptr) return nullptr;
   bool trigger = EndsInCompactionTrigger(view->request);
@@ -462,13 +503,42 @@ void CompactExchangeHook::Explain(Exchange& ex, const Compaction& c) {
   }
 }
 
+void CompactExchangeHook::AddSession(Exchange& ex) {
+  const SessionResolver* session_of = owner_->options().session_of;
+  std::string session = session_of != nullptr && *session_of ? (*session_of)(id_) : id_;
+  ex.record().session = session;
+  ex.AddResponseHeader("x-compactor-session", std::move(session));
+  headers_added_ = true;
+}
+
+// The request went upstream as the client sent it; now it is read, and what
+// BeforeForward would have done is done: the session named, the
+// conversation's summary state looked at (a summary prepared ahead may
+// start). The bound that let it go unread puts it under every threshold:
+// Compact finds nothing to compact.
+void CompactExchangeHook::AfterForward(Exchange& ex) {
+  if (!unread_ || view_ != nullptr || out_) return;
+  view_ = ex.client_request();
+  if (view_ == nullptr || view_->auxiliary) {
+    out_ = true;  // as when Begin stays out
+    view_.reset();
+    return;
+  }
+  api_ = view_->api;
+  id_ = view_->conversation_id;
+  AddSession(ex);
+  Compaction c = owner_->Compact(ex, *api_, request(), id_, 0);
+  // Cannot happen (the bound is an upper bound of the estimate); would be
+  // a bug of RequestTokensBound, made visible in the log.
+  if (c.plan)
+    ex.record().extra.emplace_back("compactError", "a request over the threshold went unread");
+  Explain(ex, c);
+}
+
 void CompactExchangeHook::BeforeForward(Exchange& ex) {
+  if (unread_ && view_ == nullptr) return;  // attempt 0 (AfterForward reads it), or out_
   if (!headers_added_) {
-    const SessionResolver* session_of = owner_->options().session_of;
-    std::string session = session_of != nullptr && *session_of ? (*session_of)(id_) : id_;
-    ex.record().session = session;
-    ex.AddResponseHeader("x-compactor-session", std::move(session));
-    headers_added_ = true;
+    AddSession(ex);
     if (api_->name() == "openai-responses" && !ExpandProxyItems(ex)) return;
     if (answer_trigger_) {
       AnswerTrigger(ex);
@@ -488,6 +558,7 @@ void CompactExchangeHook::BeforeForward(Exchange& ex) {
 }
 
 HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead& head) {
+  if (out_) return HeadVerdict::kRelay;
   status_ = head.status;
   released_ = false;
   parser_.reset();
@@ -507,6 +578,7 @@ HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead
 }
 
 EventVerdict CompactExchangeHook::OnEvent(Exchange& ex, const SseEvent& event) {
+  if (out_) return EventVerdict::kRelease;
   if (parser_ == nullptr) {
     Report(ex);
     return EventVerdict::kRelease;
@@ -530,6 +602,7 @@ EventVerdict CompactExchangeHook::OnEvent(Exchange& ex, const SseEvent& event) {
 }
 
 BodyVerdict CompactExchangeHook::OnBody(Exchange& ex, std::string_view body) {
+  if (out_) return BodyVerdict::kRelease;
   if (status_ >= 400 && MayRetry(ex)) {
     ProviderError err = api_->ReadError(status_, body);
     if (err.overflow.overflow) return Overflowed();
@@ -549,7 +622,7 @@ BodyVerdict CompactExchangeHook::OnBody(Exchange& ex, std::string_view body) {
 }
 
 void CompactExchangeHook::OnComplete(Exchange& ex) {
-  if (!Observing()) return;
+  if (!Observing() || out_ || view_ == nullptr) return;
   ForwardedExchange f;
   f.conversation_id = id_;
   f.api = std::string(api_->name());

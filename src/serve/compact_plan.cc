@@ -6,6 +6,7 @@
 
 #include "serve/proxy_strategy.h"
 #include "serve/upstream_summarizer.h"
+#include "util/json_scan.h"
 
 namespace compactor::serve {
 namespace {
@@ -60,21 +61,36 @@ int64_t KeptPromptTokens(const ClientRequest& request, size_t cut, const PlanInp
   return tokens;
 }
 
+struct Family {
+  std::string_view prefix;
+  int64_t window;
+};
+constexpr Family kFamilies[] = {
+    {"claude", 200'000}, {"gpt-4.1", 1'047'576}, {"gpt-5", 400'000},    {"o3", 200'000},
+    {"o4", 200'000},     {"gpt-4o", 128'000},    {"gemini", 1'048'576},
+};
+
+int64_t Occurrences(std::string_view text, std::string_view word) {
+  int64_t n = 0;
+  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 }  // namespace
 
 int64_t BuiltinContextWindow(std::string_view model) {
-  struct Family {
-    std::string_view prefix;
-    int64_t window;
-  };
-  static constexpr Family kFamilies[] = {
-      {"claude", 200'000}, {"gpt-4.1", 1'047'576}, {"gpt-5", 400'000},    {"o3", 200'000},
-      {"o4", 200'000},     {"gpt-4o", 128'000},    {"gemini", 1'048'576},
-  };
   for (const Family& f : kFamilies) {
     if (StartsWith(model, f.prefix)) return f.window;
   }
   return 0;
+}
+
+int64_t SmallestBuiltinContextWindow() {
+  int64_t least = kFamilies[0].window;
+  for (const Family& f : kFamilies) least = std::min(least, f.window);
+  return least;
 }
 
 std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
@@ -101,6 +117,46 @@ std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
 }
 
 bool IsAuxiliaryRequest(const ClientRequest& request) { return request.tools.empty(); }
+
+bool DeclaresTools(std::string_view body) {
+  for (const internal::JsonMember& m : internal::ScanObjectMembers(body)) {
+    if (m.raw_key == "tools") return true;
+  }
+  return false;
+}
+
+// The bound in detail (the converters are src/providers/*.cc, the estimate
+// src/tokens/estimate.cc):
+// - The system part and the tools count the UTF-16 length of their raw JSON:
+//   at most their bytes (UTF-8 needs a byte per UTF-16 unit at least), and
+//   the rounding of each adds under one token.
+// - A message counts the UTF-16 length of strings taken from the body's
+//   strings (texts, thinking, tool names, tool results), decoded: an escape
+//   is longer than what it stands for, so again at most their bytes; each
+//   string goes to one message once.
+// - Tool-call arguments count their JSON.stringify length. Strings and
+//   structure do not grow, but for an argument value that is not an object,
+//   kept as {"_raw": its JSON text} and so escaped once more (at most twice
+//   its bytes), and numbers: JSON.stringify writes 1e20 as 21 digits, at most
+//   5.25 characters per byte of the number as sent.
+// - The characters a conversion adds by itself ("{}" for absent arguments,
+//   the {"_raw": ...} and {"input": ...} wrappers, "\n\n" between the parts
+//   of a reasoning summary) are fewer than the bytes of the object they come
+//   from that count nothing (its "type" member alone has more).
+//   Hence at most 6 characters per byte of the body: 1.5 tokens.
+// - An image counts 4800 characters (1200 tokens); every image block's type
+//   ("image", "image_url", "input_image") has the word, and without a \u
+//   escape it is spelled out.
+// - Each message's ceil adds under one token; every message comes from an
+//   object of the body, which opens with "{".
+std::optional<int64_t> RequestTokensBound(std::string_view body) {
+  if (body.find("\\u") != std::string_view::npos ||
+      body.find("compaction") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  const auto bytes = static_cast<int64_t>(body.size());
+  return (bytes * 6 + 3) / 4 + 1200 * Occurrences(body, "image") + Occurrences(body, "{") + 2;
+}
 
 int64_t EstimateRequestTokens(const ClientRequest& request) {
   return EstimateTextTokens(request.Text(request.system)) +

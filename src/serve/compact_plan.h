@@ -30,6 +30,8 @@ namespace compactor::serve {
 // o3/o4 200k, Gemini 1M); 0 for any other model (unknown: no proactive
 // compaction, overflow recovery only).
 int64_t BuiltinContextWindow(std::string_view model);
+// The smallest window of that table.
+int64_t SmallestBuiltinContextWindow();
 
 // The conversation's identity, "API:" + the client's own id where it sends
 // one ("key:" + the body's prompt_cache_key (Codex), else "session:" + the
@@ -43,6 +45,28 @@ std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
 
 // Whether a request is auxiliary (titles, quota checks): no tools.
 bool IsAuxiliaryRequest(const ClientRequest& request);
+
+// Whether the JSON object `body` has a top-level "tools" member, by a scan
+// of its top-level members (no parse): for a body its API reads, the
+// opposite of IsAuxiliaryRequest, as every API takes the member of that
+// exact (unescaped) key.
+bool DeclaresTools(std::string_view body);
+
+// An upper bound of EstimateRequestTokens for the request any API reads from
+// `body` (decoded), from its bytes alone, without parsing it; nullopt when
+// the bytes may hold what the bound does not cover: a \u escape (it can spell
+// any name) or the word "compaction" (a compaction item or trigger, which
+// the proxy expands or answers before forwarding). Why it bounds pi's
+// estimate, ceil(characters / 4) per message plus the system part and the
+// tools (compact_plan.cc has the detail): every counted character is one of
+// a JSON string of the body, decoded, except tool-call arguments, which are
+// counted as JSON.stringify writes them (a number may grow: 1e20 is written
+// with 21 characters), so at most 6 characters per byte; an image counts 4800
+// characters whatever its size, and every image block's type contains
+// "image"; each message's rounding adds less than one token and every message
+// comes from an object of the body ("{"). Used to forward a request that
+// cannot be compacted before reading it (docs/serve.md, "The request path").
+std::optional<int64_t> RequestTokensBound(std::string_view body);
 
 // The client's request as `api` reads `body` (decoded), with its
 // conversation id and whether it is auxiliary: what Exchange::client_request

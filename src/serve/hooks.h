@@ -8,7 +8,10 @@
 //   loop:
 //     BeforeForward(ex)           (a) may replace the body, add response
 //                                     headers, or answer by itself (Respond)
-//     send upstream; wait for the response head
+//     send upstream
+//     AfterForward(ex)            (a') once, after the first send (or before
+//                                     the proxy's own answer)
+//     wait for the response head
 //     OnResponseHead(ex, head)    (b) kRelay / kHold / kRetry
 //     while held: each SSE event -> OnEvent (kContinue / kRelease / kRetry),
 //                 a non-stream body once complete -> OnBody (kRelease / kRetry)
@@ -120,6 +123,8 @@ class Exchange {
   // read as its request. Shared: a hook may keep it past the exchange (the
   // recorder converts it on its writer thread).
   virtual std::shared_ptr<const ClientRequestView> client_request() = 0;
+  // Whether client_request() was asked already (its answer is then free).
+  virtual bool client_request_read() const { return false; }
 
   // What the compaction hook replaced in the forwarded body (the latest
   // attempt's compaction wins; nullopt: sent as the client sent it). Read by
@@ -158,6 +163,12 @@ class ExchangeHook {
 
   // (a) Before each attempt is sent (attempt 0 and every retry).
   virtual void BeforeForward(Exchange& /*ex*/) {}
+  // (a') Once per exchange, when the first attempt's request has gone
+  // upstream (the upstream works on it meanwhile), and in any case before
+  // the proxy answers (an upstream that cannot be reached, a client gone):
+  // work that must precede the answer but not the forwarding, such as
+  // reading a request that BeforeForward proved needs no change.
+  virtual void AfterForward(Exchange& /*ex*/) {}
 
   // (b) The response head of an attempt. kHold keeps the head and the body
   // from the client (events go to OnEvent, a non-stream body to OnBody once

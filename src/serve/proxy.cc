@@ -54,6 +54,7 @@ class ProxyExchange final : public Exchange {
   const ProxyRequest& request() const override { return request_; }
   Result<std::string_view> DecodedBody() override;
   std::shared_ptr<const ClientRequestView> client_request() override;
+  bool client_request_read() const override { return parsed_; }
   void set_compaction(std::optional<ExchangeCompaction> compaction) override {
     compaction_ = std::move(compaction);
   }
@@ -90,6 +91,12 @@ class ProxyExchange final : public Exchange {
   }
   // Runs attempts until `res` holds the answer (or a provider relaying it).
   void Run(httplib::Response& res, const std::shared_ptr<ProxyExchange>& self);
+  // (a') once: after the first send, or before the proxy answers by itself.
+  void Settle() {
+    if (settled_) return;
+    settled_ = true;
+    for (auto& h : hooks_) h->AfterForward(*this);
+  }
   // (c) once the response is written.
   void Complete() {
     for (auto& h : hooks_) h->OnComplete(*this);
@@ -134,6 +141,7 @@ class ProxyExchange final : public Exchange {
   HeaderList added_;
   std::optional<LocalAnswer> local_;
   int attempt_ = 0;
+  bool settled_ = false;  // AfterForward ran
   mutable bool client_gone_ = false;
 
   // The current attempt.
@@ -168,7 +176,11 @@ std::shared_ptr<const ClientRequestView> ProxyExchange::client_request() {
     if (api == nullptr) return nullptr;
     auto body = DecodedBody();
     if (!body.ok()) return nullptr;
-    view_ = ReadClientRequestView(*api, std::string(*body), request_.headers);
+    // Room for the JSON parser's padding: parsed where it is, not copied again.
+    std::string copy;
+    copy.reserve(body->size() + 64);
+    copy.assign(*body);
+    view_ = ReadClientRequestView(*api, std::move(copy), request_.headers);
   }
   return view_;
 }
@@ -332,6 +344,7 @@ bool ProxyExchange::RelayRest(httplib::DataSink& sink, bool chunked, size_t leng
 }
 
 void ProxyExchange::Commit(httplib::Response& res, const std::shared_ptr<ProxyExchange>& self) {
+  Settle();
   res.status = head_.status;
   HeaderList exact = head_.headers;
   exact.insert(exact.end(), added_.begin(), added_.end());
@@ -368,6 +381,7 @@ void ProxyExchange::Commit(httplib::Response& res, const std::shared_ptr<ProxyEx
 }
 
 void ProxyExchange::CommitLocal(httplib::Response& res) {
+  Settle();
   res.status = local_->status;
   HeaderList exact = local_->headers;
   RemoveHeader(exact, "content-length");
@@ -381,6 +395,7 @@ void ProxyExchange::CommitLocal(httplib::Response& res) {
 
 void ProxyExchange::Fail(httplib::Response& res, int status, std::string_view code,
                          const std::string& message) {
+  Settle();
   res.status = status;
   HeaderList exact = {{"Content-Type", "application/json"}};
   exact.insert(exact.end(), added_.begin(), added_.end());
@@ -392,6 +407,7 @@ void ProxyExchange::Fail(httplib::Response& res, int status, std::string_view co
 }
 
 void ProxyExchange::Abandon(httplib::Response& res) {
+  Settle();
   client_gone_ = true;
   record_->client_closed = true;
   metrics_->client_disconnects().Add();
@@ -429,8 +445,11 @@ void ProxyExchange::Run(httplib::Response& res, const std::shared_ptr<ProxyExcha
     if (client_gone_) return Abandon(res);
     Status started = StartAttempt();
     if (!started.ok()) return Fail(res, 502, "upstream_error", started.message());
-    while (!call_->head_complete() && call_->Step(conn_->fd)) {
-    }
+    // The request goes out first; the hooks' deferred work overlaps the
+    // upstream's (AfterForward, once).
+    bool more = call_->Perform();
+    Settle();
+    while (more && !call_->head_complete()) more = call_->Wait(conn_->fd) && call_->Perform();
     if (!call_->head_complete()) return FailUpstream(res);
     record_->upstream_us = call_->head_micros();
     metrics_->ObserveUpstreamLatency(request_.route.label, call_->head_micros());

@@ -7,6 +7,7 @@
 
 #include "compactor/js_json.h"
 #include "compactor/writer.h"
+#include "serve/compact_plan.h"
 #include "serve/http_util.h"
 
 namespace compactor::serve {
@@ -97,8 +98,24 @@ ConversationRecorder::~ConversationRecorder() {
   if (thread_) thread_->Join();
 }
 
-void ConversationRecorder::Record(ConversationRecord record) {
+uint64_t ConversationRecorder::Reserve(const std::string& conversation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t place = next_place_++;
+  reserved_.emplace(place, conversation_id);
+  return place;
+}
+
+void ConversationRecorder::Cancel(uint64_t place) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reserved_.erase(place) == 0) return;
+  }
+  cv_.notify_all();  // a record may have waited for it
+}
+
+void ConversationRecorder::Record(ConversationRecord record, uint64_t place) {
   if (!thread_) {
+    Cancel(place);
     std::lock_guard<std::mutex> lock(write_mu_);  // one writer at a time
     std::vector<ConversationRecord> batch;
     batch.push_back(std::move(record));
@@ -107,10 +124,43 @@ void ConversationRecorder::Record(ConversationRecord record) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(record));
+    if (place == 0 || reserved_.erase(place) == 0) place = next_place_++;
+    queue_.push_back(Queued{place, std::move(record)});
     ++queued_;
   }
   cv_.notify_all();
+}
+
+bool ConversationRecorder::MayWriteLocked(const Queued& q) const {
+  for (const auto& [place, conversation] : reserved_) {
+    if (place >= q.place) break;
+    if (conversation == q.record.conversation_id) return false;
+  }
+  return true;
+}
+
+bool ConversationRecorder::AnyWritableLocked() const {
+  return std::any_of(queue_.begin(), queue_.end(),
+                     [this](const Queued& q) { return MayWriteLocked(q); });
+}
+
+std::vector<ConversationRecord> ConversationRecorder::TakeLocked(bool all) {
+  std::vector<Queued> taken;
+  std::deque<Queued> waiting;
+  for (Queued& q : queue_) {
+    if (all || MayWriteLocked(q)) {
+      taken.push_back(std::move(q));
+    } else {
+      waiting.push_back(std::move(q));
+    }
+  }
+  queue_.swap(waiting);
+  std::sort(taken.begin(), taken.end(),
+            [](const Queued& a, const Queued& b) { return a.place < b.place; });
+  std::vector<ConversationRecord> out;
+  out.reserve(taken.size());
+  for (Queued& q : taken) out.push_back(std::move(q.record));
+  return out;
 }
 
 void ConversationRecorder::Flush() {
@@ -139,7 +189,7 @@ std::string ConversationRecorder::SessionFor(const std::string& conversation_id)
 void ConversationRecorder::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    cv_.wait(lock, [&] { return stop_ || AnyWritableLocked(); });
     if (queue_.empty() && stop_) return;
     // Gather what arrives during the batch window (cut short by stop).
     bool stopping = stop_;
@@ -151,9 +201,9 @@ void ConversationRecorder::Run() {
       });
     }
     lock.lock();
-    std::vector<ConversationRecord> batch(std::make_move_iterator(queue_.begin()),
-                                          std::make_move_iterator(queue_.end()));
-    queue_.clear();
+    // Stopping, every record is written (the exchanges still running will
+    // not be recorded after the writer).
+    std::vector<ConversationRecord> batch = TakeLocked(stop_);
     lock.unlock();
     const size_t n = batch.size();
     WriteBatch(batch);
@@ -405,14 +455,22 @@ Status ConversationRecorder::Create(const std::string& conversation, State& stat
 class RecordingExchange : public ExchangeHook {
  public:
   explicit RecordingExchange(ConversationRecorder* recorder) : recorder_(recorder) {}
+  ~RecordingExchange() override { recorder_->Cancel(place_); }
+
+  // Before the client can see the answer: the record's place among its
+  // conversation's records (ConversationRecorder::Reserve).
+  void AfterForward(Exchange& ex) override {
+    std::shared_ptr<const ClientRequestView> view = ex.client_request();
+    if (view != nullptr && !view->auxiliary) place_ = recorder_->Reserve(view->conversation_id);
+  }
 
   void OnComplete(Exchange& ex) override {
     const RequestRecord& rec = ex.record();
     // The proxy failed the exchange (no answer from the upstream, or the
     // client left before one): what the upstream saw is unknown.
-    if (rec.status < 200 || !rec.error.empty()) return;
+    if (rec.status < 200 || !rec.error.empty()) return recorder_->Cancel(std::exchange(place_, 0));
     std::shared_ptr<const ClientRequestView> view = ex.client_request();
-    if (view == nullptr) return;
+    if (view == nullptr || view->auxiliary) return recorder_->Cancel(std::exchange(place_, 0));
     ConversationRecord r;
     r.conversation_id = view->conversation_id;
     r.input_tokens = rec.tokens_in;
@@ -420,20 +478,29 @@ class RecordingExchange : public ExchangeHook {
     r.source = std::move(view);
     r.source_compaction = ex.compaction();
     if (auto sid = recorder_->SessionOf(r.conversation_id)) ex.record().session = *sid;
-    recorder_->Record(std::move(r));
+    recorder_->Record(std::move(r), std::exchange(place_, 0));
   }
 
  private:
   ConversationRecorder* recorder_;
+  uint64_t place_ = 0;  // 0: none, or released
 };
 
 std::unique_ptr<ExchangeHook> RecordingHook::Begin(Exchange& ex) {
   const ProxyRequest& req = ex.request();
   if (req.method != "POST" || req.route.api.empty() || !IsRecordedRoute(req.route.label))
     return nullptr;
-  // Parsed once for every hook (the compaction hook asked first).
-  std::shared_ptr<const ClientRequestView> view = ex.client_request();
-  if (view == nullptr || view->auxiliary) return nullptr;
+  // Auxiliary requests (no tools) are not recorded: the view says so when
+  // the request was read; else (the compaction hook forwards a request it
+  // cannot compact unread) the body's top-level members do, and the view,
+  // parsed once for every hook, is taken at the end.
+  if (ex.client_request_read()) {
+    std::shared_ptr<const ClientRequestView> view = ex.client_request();
+    if (view == nullptr || view->auxiliary) return nullptr;
+  } else {
+    auto body = ex.DecodedBody();
+    if (!body.ok() || !DeclaresTools(*body)) return nullptr;
+  }
   return std::make_unique<RecordingExchange>(recorder_);
 }
 

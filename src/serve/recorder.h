@@ -110,9 +110,23 @@ class ConversationRecorder {
   ConversationRecorder(const ConversationRecorder&) = delete;
   ConversationRecorder& operator=(const ConversationRecorder&) = delete;
 
-  // Queues `record`; never waits for I/O.
-  void Record(ConversationRecord record);
-  // Waits until everything queued before the call is written (tests, shutdown).
+  // Takes a place for a record of `conversation_id` in the order of the
+  // exchanges. The recording hook takes it in AfterForward, before the
+  // client can have the answer and send its next request; the records of
+  // one conversation are then written in the order of their places,
+  // whatever order their exchanges complete in (a worker may lose the CPU
+  // between writing an answer and queuing its record, while the client's
+  // next request runs through). A record waits for the earlier places of
+  // its conversation; each place ends with Record(record, place) or
+  // Cancel(place).
+  uint64_t Reserve(const std::string& conversation_id);
+  void Cancel(uint64_t place);
+  // Queues `record` (in `place`, else after everything queued or reserved
+  // so far); never waits for I/O.
+  void Record(ConversationRecord record, uint64_t place = 0);
+  // Waits until everything queued before the call is written (tests,
+  // shutdown); a record waiting for an earlier place of its conversation is
+  // waited for too, until that place is recorded or cancelled.
   void Flush();
   // The session recording `conversation_id`, when known (assigned at its
   // first request by SessionFor, else at its first record).
@@ -124,6 +138,16 @@ class ConversationRecorder {
 
  private:
   struct State;
+  struct Queued {
+    uint64_t place = 0;
+    ConversationRecord record;
+  };
+  // Whether a queued record may be written: no earlier place of its
+  // conversation is still reserved (mu_ held).
+  bool MayWriteLocked(const Queued& q) const;
+  bool AnyWritableLocked() const;
+  // The writable records (every one when `all`), in the order of their places.
+  std::vector<ConversationRecord> TakeLocked(bool all);
   void Run();
   void WriteBatch(std::vector<ConversationRecord>& batch);
   void WriteConversation(const std::string& conversation,
@@ -139,8 +163,10 @@ class ConversationRecorder {
   Env* env_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<ConversationRecord> queue_;         // guarded by mu_
+  std::deque<Queued> queue_;                     // guarded by mu_
   uint64_t queued_ = 0, written_ = 0;            // guarded by mu_
+  uint64_t next_place_ = 1;                      // guarded by mu_
+  std::map<uint64_t, std::string> reserved_;     // place -> conversation; guarded by mu_
   bool stop_ = false;                            // guarded by mu_
   std::map<std::string, std::string> sessions_;  // conversation -> session; guarded by mu_
   // The writer's state: used by the writer thread, or (without one) under write_mu_.

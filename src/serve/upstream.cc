@@ -275,7 +275,7 @@ void UpstreamCall::Finish(int curl_code) {
   }
 }
 
-bool UpstreamCall::Step(int client_fd) {
+bool UpstreamCall::Perform() {
   if (!started_ || finished_) return false;
   const CurlApi* api = Api();
   CURLM* multi = Multi();
@@ -286,7 +286,13 @@ bool UpstreamCall::Step(int client_fd) {
   while ((msg = api->multi_info_read(multi, &left)) != nullptr) {
     if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy_) Finish(msg->data.result);
   }
-  if (finished_) return false;
+  return !finished_;
+}
+
+bool UpstreamCall::Wait(int client_fd) {
+  if (!started_ || finished_) return false;
+  const CurlApi* api = Api();
+  CURLM* multi = Multi();
   int64_t now = NowMicros();
   int64_t idle_left_ms = request_.idle_timeout_ms - (now - last_activity_us_) / 1000;
   if (idle_left_ms <= 0) {

@@ -58,11 +58,16 @@ class UpstreamCall {
 
   // Starts the transfer. kUnavailable when libcurl cannot be loaded.
   Status Start();
+  // Does what can be done now without waiting: sends what the connection
+  // takes, processes what arrived (header lines, body bytes through
+  // on_body). Returns false once the transfer is over (done or failed).
+  bool Perform();
   // Waits for the upstream (or `client_fd`, when >= 0, becoming readable) at
-  // most until the next timer, then processes what arrived: header lines,
-  // body bytes through on_body. Returns false once the transfer is over
-  // (done, failed, or the client is gone).
-  bool Step(int client_fd);
+  // most until the next timer. Returns false once the transfer is over
+  // (idle timeout, or the client is gone).
+  bool Wait(int client_fd);
+  // Perform(), then Wait(): false once the transfer is over.
+  bool Step(int client_fd) { return Perform() && Wait(client_fd); }
   // Ends an unfinished transfer now (its connection is closed).
   void Abort();
 

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <utility>
 
 #include "compactor/estimate.h"
 #include "compactor/message.h"
@@ -205,6 +207,48 @@ TEST(ClientRequestTest, AnthropicItemsAsPiMessages) {
   EXPECT_EQ(result->tool_name, "Write");
   EXPECT_EQ(ParseMessage(last[1])->role, Role::kUser);
   EXPECT_TRUE(ParseMessage(api->ClientItemMessages(r, 2)[0])->is_error);
+}
+
+// Each item's estimate is pi's estimate of its messages, whether the thread
+// read the item before (an agent resends its conversation with every
+// request: the estimate is then remembered) or not: the same items read again,
+// in a new thread (nothing remembered), and moved to other neighbours.
+TEST(ClientRequestTest, ItemEstimatesAreTheSameWhenTheItemsWereReadBefore) {
+  for (const auto& [api_name, body] :
+       {std::pair<const char*, const char*>{"anthropic", kAnthropicBody},
+        {"openai-responses", kResponsesBody},
+        {"openai-chat", kChatBody}}) {
+    const ProviderApi* api = FindProviderApi(api_name);
+    ASSERT_NE(api, nullptr);
+    ClientRequest first = Read(api_name, body);
+    ClientRequest again = Read(api_name, body);
+    ClientRequest fresh;
+    std::thread([&] { fresh = Read(api_name, body); }).join();
+    ASSERT_EQ(first.items.size(), again.items.size());
+    ASSERT_EQ(first.items.size(), fresh.items.size());
+    for (size_t i = 0; i < first.items.size(); ++i) {
+      int64_t expected = 0;
+      for (const std::string& m : api->ClientItemMessages(first, i)) {
+        expected += EstimateMessageTokens(m);
+      }
+      EXPECT_EQ(first.items[i].tokens, expected) << api_name << " item " << i;
+      EXPECT_EQ(again.items[i].tokens, expected) << api_name << " item " << i;
+      EXPECT_EQ(fresh.items[i].tokens, expected) << api_name << " item " << i;
+    }
+  }
+  // The same bytes under another API are another item (Chat has no
+  // input_text parts): read by Responses first, then by Chat.
+  const std::string item =
+      R"({"role":"user","content":[{"type":"input_text","text":"a longer text to count"}]})";
+  ClientRequest responses = Read("openai-responses", R"({"model":"m","input":[)" + item + "]}");
+  ClientRequest chat = Read("openai-chat", R"({"model":"m","messages":[)" + item + "]}");
+  EXPECT_GT(responses.items[0].tokens, 0);
+  int64_t chat_expected = 0;
+  for (const std::string& m : FindProviderApi("openai-chat")->ClientItemMessages(chat, 0)) {
+    chat_expected += EstimateMessageTokens(m);
+  }
+  EXPECT_EQ(chat.items[0].tokens, chat_expected);
+  EXPECT_NE(chat.items[0].tokens, responses.items[0].tokens);
 }
 
 TEST(ClientRequestTest, AnthropicCuts) {

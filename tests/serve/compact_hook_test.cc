@@ -8,7 +8,9 @@
 
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compactor/mem_env.h"
@@ -145,6 +147,116 @@ TEST(ConversationIdTest, ClientIdElseHashOfLeadingContent) {
   EXPECT_TRUE(serve::IsAuxiliaryRequest(Read("anthropic", aux)));
 }
 
+// The bound a request is forwarded unread by (the compaction hook, before
+// reading it): never under pi's estimate, for each API's ordinary requests
+// and for bodies built to make the estimate large for their size.
+int64_t Estimate(std::string_view api, const std::string& body) {
+  auto r = ReadClientRequest(api, body);
+  EXPECT_TRUE(r.ok()) << r.status().ToString() << "\n" << body;
+  return r.ok() ? serve::EstimateRequestTokens(*r) : 0;
+}
+
+void ExpectBounded(std::string_view api, const std::string& body) {
+  std::optional<int64_t> bound = serve::RequestTokensBound(body);
+  ASSERT_TRUE(bound.has_value()) << body.substr(0, 200);
+  const int64_t estimate = Estimate(api, body);
+  EXPECT_GE(*bound, estimate) << api << ": " << body.substr(0, 200);
+  EXPECT_GT(estimate, 0);
+}
+
+std::string Repeat(std::string_view piece, int n, std::string_view separator = ",") {
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) out += separator;
+    out += piece;
+  }
+  return out;
+}
+
+TEST(RequestTokensBoundTest, BoundsTheEstimateOfEachApisRequests) {
+  for (auto [turns, words] : {std::pair{1, 0}, {3, 10}, {10, 120}, {40, 300}}) {
+    ExpectBounded("anthropic", AnthropicRequest(turns, words).dump());
+    ExpectBounded("openai-chat", ChatRequest(turns, words).dump());
+    ExpectBounded("openai-responses", ResponsesRequest(turns, words).dump());
+  }
+}
+
+TEST(RequestTokensBoundTest, BoundsBodiesMadeToCountMoreThanTheirBytes) {
+  const std::string tools = R"("tools":[{"name":"t","input_schema":{}}])";
+  // Numbers JSON.stringify writes longer (21 digits for 1e20).
+  ExpectBounded(
+      "anthropic",
+      R"({"model":"m",)" + tools +
+          R"(,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"t","input":{"n":[)" +
+          Repeat("1e20", 500) + R"(]}}]}]})");
+  // A tool input that is not an object: kept as {"_raw": its JSON}, escaped twice.
+  ExpectBounded(
+      "anthropic",
+      R"({"model":"m",)" + tools +
+          R"(,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"t","input":")" +
+          Repeat(R"(\")", 500, "") + R"("}]}]})");
+  // Images count 4800 characters whatever their size.
+  ExpectBounded(
+      "anthropic",
+      R"({"model":"m",)" + tools +
+          R"(,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[)" +
+          Repeat(R"({"type":"image","source":{"type":"url"}})", 60) + R"(]}]}]})");
+  // Many short messages: each one's rounding.
+  ExpectBounded("anthropic", R"({"model":"m",)" + tools + R"(,"messages":[)" +
+                                 Repeat(R"({"role":"user","content":"a"})", 300) + "]}");
+  // Text beyond ASCII (2, 3 and 4 bytes a character).
+  ExpectBounded("anthropic", R"({"model":"m",)" + tools +
+                                 R"(,"messages":[{"role":"user","content":")" +
+                                 Repeat("é€😀a", 400, "") + R"("}]})");
+  // Chat: arguments as a string of JSON with numbers, and one that is not JSON.
+  ExpectBounded(
+      "openai-chat",
+      R"({"model":"m","tools":[],"messages":[{"role":"assistant","content":null,"tool_calls":[)" +
+          Repeat(
+              R"({"id":"c","type":"function","function":{"name":"t","arguments":"[1e20,1e20,1e20]"}})",
+              100) +
+          R"(]},{"role":"assistant","content":null,"tool_calls":[{"id":"d","type":"function","function":{"name":"t","arguments":")" +
+          Repeat(R"(\\\")", 300, "") + R"("}}]},{"role":"user","content":[)" +
+          Repeat(R"({"type":"image_url","image_url":{"url":"x"}})", 20) + "]}]}");
+  // Responses: reasoning summaries joined with blank lines, custom tool
+  // calls wrapped in {"input": ...}, action arguments, images.
+  ExpectBounded("openai-responses",
+                R"({"model":"m","tools":[],"input":[{"type":"reasoning","summary":[)" +
+                    Repeat(R"({"type":"summary_text","text":""})", 200) +
+                    R"(]},{"type":"custom_tool_call","call_id":"c","name":"t","input":")" +
+                    Repeat(R"(\"\\)", 200, "") +
+                    R"("},{"type":"function_call","call_id":"e","name":"t","arguments":"1e20"},)" +
+                    R"({"type":"function_call_output","call_id":"e","output":[)" +
+                    Repeat(R"({"type":"input_image","image_url":"y"})", 30) + "]}]}");
+}
+
+TEST(RequestTokensBoundTest, NoBoundWhereTheBytesMayHideANameOrACompaction) {
+  EXPECT_FALSE(serve::RequestTokensBound(R"({"messages":[{"role":"user","content":"\u0041"}]})"));
+  EXPECT_FALSE(serve::RequestTokensBound(
+      R"({"input":[{"type":"compaction","encrypted_content":"x"}],"tools":[]})"));
+  EXPECT_FALSE(serve::RequestTokensBound(R"({"input":[{"type":"compaction_trigger"}]})"));
+  EXPECT_TRUE(serve::RequestTokensBound(AnthropicRequest(3, 10).dump()));
+}
+
+TEST(DeclaresToolsTest, TheTopLevelToolsMemberAsTheApisReadIt) {
+  for (const auto& [api, body] :
+       {std::pair<std::string, Json>{"anthropic", AnthropicRequest(3, 10)},
+        {"openai-chat", ChatRequest(3, 10)},
+        {"openai-responses", ResponsesRequest(3, 10)}}) {
+    Json aux = body;
+    aux.erase("tools");
+    aux["metadata"] = {{"tools", Json::array()}};  // nested: not the request's tools
+    Json empty = body;
+    empty["tools"] = Json::array();
+    for (const Json& b : {body, aux, empty}) {
+      EXPECT_EQ(serve::DeclaresTools(b.dump()), !serve::IsAuxiliaryRequest(Read(api, b)))
+          << api << " " << b.dump().substr(0, 120);
+    }
+    EXPECT_FALSE(serve::DeclaresTools(aux.dump()));
+  }
+  EXPECT_FALSE(serve::DeclaresTools("not json"));
+}
+
 class ServeCompactTest : public ServeFixture {};
 
 const Fields kAnthropicHeaders = {{"x-api-key", "dummy"},
@@ -191,6 +303,45 @@ TEST_F(ServeCompactTest, UnderTheWindowTheRequestPassesByteForByte) {
   EXPECT_TRUE(res->Header("x-compactor-compacted").empty());
   ASSERT_EQ(upstream_.request_count(), 1u);
   EXPECT_EQ(upstream_.requests()[0].body, body);
+}
+
+// A request under every threshold goes upstream before it is read (the
+// bound of RequestTokensBound); it is read while the upstream works, and
+// the answer is what it would be otherwise: the session named (also on the
+// proxy's own error answer), nothing for an auxiliary request.
+TEST_F(ServeCompactTest, ARequestForwardedUnreadIsStillNamed) {
+  StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
+  Fields headers = kAnthropicHeaders;
+  headers.emplace_back("x-claude-code-session-id", "unread-1");
+  std::string body = AnthropicRequest(3, 10).dump();
+  ASSERT_LE(*serve::RequestTokensBound(body), 200'000 / 2);
+  auto res = Fetch(port_, "POST", "/v1/messages", headers, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->Header("x-compactor-session"), "anthropic:session:unread-1");
+  EXPECT_TRUE(res->Header("x-compactor-compacted").empty());
+  ASSERT_EQ(upstream_.request_count(), 1u);
+  EXPECT_EQ(upstream_.requests()[0].body, body);
+  // Accept-Encoding is not forwarded for a request the hooks may read the answer of.
+  EXPECT_TRUE(upstream_.requests()[0].Header("accept-encoding").empty());
+
+  Json aux = AnthropicRequest(1, 5);
+  aux.erase("tools");
+  Fields aux_headers = headers;
+  aux_headers.emplace_back("accept-encoding", "gzip");
+  res = Fetch(port_, "POST", "/v1/messages", aux_headers, aux.dump());
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(res->Header("x-compactor-session").empty());
+  ASSERT_EQ(upstream_.request_count(), 2u);
+  EXPECT_EQ(upstream_.requests()[1].Header("accept-encoding"), "gzip");
+
+  // The upstream gone: the proxy's 502 names the session too.
+  upstream_.Stop();
+  res = Fetch(port_, "POST", "/v1/messages", headers, body);
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->status, 502);
+  EXPECT_EQ(res->Header("x-compactor-session"), "anthropic:session:unread-1");
 }
 
 ScriptedReply OverflowReply() {

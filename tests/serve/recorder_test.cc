@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compactor/context.h"
@@ -97,6 +99,43 @@ TEST_F(RecorderTest, ANewConversationIsANewSessionAndLaterRequestsAppendWhatIsNe
   auto list = store_->List();
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), 1u);
+  EXPECT_TRUE(errors_.empty());
+}
+
+// Records of one conversation are written in the order their places were
+// taken (the exchanges' order), not the order they arrive in: the first
+// exchange's worker may queue its record after the next exchange's. A
+// record waits for an earlier place of its own conversation only.
+TEST_F(RecorderTest, RecordsAreWrittenInTheOrderOfTheirPlaces) {
+  std::vector<std::string> m = {User("q1"), Assistant("a1"), User("q2")};
+  const uint64_t first = recorder_->Reserve("c1");
+  const uint64_t second = recorder_->Reserve("c1");
+  const uint64_t other = recorder_->Reserve("c2");
+  recorder_->Record(Rec(m), second);
+  recorder_->Record(Rec({User("x")}, "c2"));  // no place: after everything so far
+  recorder_->Cancel(other);
+  // The other conversation is not held up by c1's first place.
+  for (int i = 0; i < 500 && !recorder_->SessionOf("c2"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto written = store_->List();
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ(written->size(), 1u) << "c1's second record was written before its first";
+  recorder_->Record(Rec({m[0]}), first);
+  recorder_->Flush();
+  std::string id = Session();
+  EXPECT_EQ(Context(*store_, id), m);
+  auto s = store_->Load(id);
+  ASSERT_TRUE(s.ok());
+  // model_change + three messages, one chain: no move back to the first record's leaf.
+  EXPECT_EQ((*s)->size(), 4u);
+  for (const auto& c : (*s)->Children()) EXPECT_LE(c.size(), 1u);
+  // A place given up (the exchange failed) holds nothing back.
+  const uint64_t failed = recorder_->Reserve("c1");
+  recorder_->Record(Rec({m[0], m[1], m[2], Assistant("a2"), User("q3")}));
+  recorder_->Cancel(failed);
+  recorder_->Flush();
+  EXPECT_EQ(Context(*store_, id).size(), 5u);
   EXPECT_TRUE(errors_.empty());
 }
 
