@@ -22,6 +22,7 @@
 
 #include "compactor/context.h"
 #include "compactor/env.h"
+#include "compactor/provider_api.h"
 #include "compactor/session.h"
 #include "serve/compact_requests.h"
 #include "support/fake_upstream.h"
@@ -70,6 +71,49 @@ const std::vector<std::pair<std::string, std::string>> Headers(int c) {
           {"anthropic-version", "2023-06-01"},
           {"content-type", "application/json"},
           {"X-Claude-Code-Session-Id", "scale-" + std::to_string(c)}};
+}
+
+// The bodies the proxies sent upstream for conversation `c`'s last turn (two
+// when the turn was hedged), summary requests left out.
+std::vector<std::string> LastTurnSent(const FakeUpstream& upstream, int c) {
+  const std::string mark = "c" + std::to_string(c) + " " + Filler(kLastTurn - 1 + 1000, kWords);
+  std::vector<std::string> out;
+  for (const UpstreamRecord& r : upstream.requests()) {
+    if (r.Header("x-compactor-request") == "summary") continue;
+    if (r.Header("x-claude-code-session-id") != "scale-" + std::to_string(c)) continue;
+    if (r.body.find(mark) == std::string::npos) continue;
+    out.push_back(r.body);
+  }
+  return out;
+}
+
+// Whether the recorded context is what one of `sent` carried: the messages
+// it sent, the first of them the summary when the context starts with the
+// recorded compaction.
+bool ContextWasSentLast(const SessionContext& ctx, const std::vector<std::string>& sent) {
+  const ProviderApi* api = FindProviderApi("anthropic");
+  std::vector<std::string> recorded;
+  for (const auto& m : ctx.messages) recorded.push_back(Json::parse(m.json()).dump());
+  const bool summarized =
+      !recorded.empty() && Json::parse(recorded[0]).value("role", "") == "compactionSummary";
+  for (const std::string& body : sent) {
+    auto request = api->ReadClientRequest(body);
+    if (!request.ok() || request->items.empty()) continue;
+    std::vector<std::string> messages;
+    for (size_t i = summarized ? 1 : 0; i < request->items.size(); ++i)
+      for (std::string& m : api->ClientItemMessages(*request, i))
+        messages.push_back(Json::parse(m).dump());
+    if (summarized) {
+      // The summary's text is inside the first message sent.
+      std::string text = Json::parse(recorded[0])["summary"].dump();
+      text = text.substr(1, text.size() - 2);
+      const std::string first = Json::parse(api->ClientItemMessages(*request, 0).at(0)).dump();
+      if (first.find(text) == std::string::npos) continue;
+      messages.insert(messages.begin(), recorded[0]);
+    }
+    if (messages == recorded) return true;
+  }
+  return false;
 }
 
 TEST(ScaleOutDatabase, TwoServersOneStoreLoseAndRepeatNothing) {
@@ -196,6 +240,7 @@ TEST(ScaleOutDatabase, TwoServersOneStoreLoseAndRepeatNothing) {
     } else {
       EXPECT_EQ(ctx->messages.size(), expected_messages) << c;
     }
+    EXPECT_TRUE(ContextWasSentLast(*ctx, LastTurnSent(upstream, c))) << "conversation " << c;
   }
   EXPECT_GT(compacted, 0) << "the window never made the proxy compact: the test proves nothing";
 
