@@ -437,7 +437,8 @@ bool IsBareHeading(std::string_view lower_line) {
 // A line where a test runner names the unit that failed, in the forms the
 // common runners print: Rust's libtest ("test a::b ... FAILED", "thread 'a::b'
 // panicked at"), Go ("--- FAIL: TestX"), pytest ("FAILED tests/x.py::test_y"),
-// Jest and Mocha ("● Suite › case"), TAP ("not ok 3 - case"). The runner's
+// Jest and Mocha ("● Suite › case"), Vitest ("FAIL  a.test.ts > suite > case",
+// "× suite > case"), TAP ("not ok 3 - case"). The runner's
 // closing line ("error: test failed, to rerun ...", "test result: FAILED.")
 // names no unit: the failing test is what the next run must be checked for.
 bool NamesFailingUnit(std::string_view line, std::string_view lower) {
@@ -448,6 +449,10 @@ bool NamesFailingUnit(std::string_view line, std::string_view lower) {
       (lower.find("::") != std::string_view::npos || lower.find('/') != std::string_view::npos))
     return true;
   if (starts("test ") && lower.size() > 12 && lower.ends_with(" ... failed")) return true;
+  // Vitest names a test by its path of suites joined with " > " (Jest's bare
+  // "FAIL file" line names only the file: the "●" line names the test).
+  if ((starts("fail ") || starts("\xc3\x97 ")) && lower.find(" > ") != std::string_view::npos)
+    return true;
   return starts("---- ") && line.ends_with(" ----") &&
          lower.find(" stdout ") != std::string_view::npos;
 }

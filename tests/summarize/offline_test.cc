@@ -430,6 +430,12 @@ TEST(OfflineSummarizer, AFailedTestRunNamesTheFailingTest) {
        "FAIL src/app.test.ts\n  \xe2\x97\x8f math \xe2\x80\xba adds two numbers\n\n"
        "    expect(received).toBe(expected)\n\nTests:       1 failed, 4 passed, 5 total",
        "adds two numbers"},
+      {"npx vitest run",
+       " RUN  v1.6.0 /app\n\n \xe2\x9d\xaf test/sum.test.ts (2 tests | 1 failed) 5ms\n"
+       "   \xc3\x97 sum > adds negatives 3ms\n     \xe2\x86\x92 expected -1 to be 1\n\n"
+       " FAIL  test/sum.test.ts > sum > adds negatives\nAssertionError: expected -1 to be 1\n\n"
+       " Test Files  1 failed (1)\n      Tests  1 failed | 1 passed (2)",
+       "sum > adds negatives"},
   };
   for (const Case& c : cases) {
     std::vector<Message> msgs = {User("Make the tests pass."), Bash(c.command, c.output, 1)};
