@@ -72,6 +72,15 @@ class RecorderTest : public ::testing::Test {
     ro.on_error = [this](const Status& s) { errors_.push_back(s); };
     recorder_ = std::make_unique<ConversationRecorder>(std::move(ro));
   }
+  // The recorded session `id`, once its context was checked to be `context`
+  // (null when it does not load).
+  std::unique_ptr<compactor::Session> Recorded(const std::string& id,
+                                               const std::vector<std::string>& context) {
+    EXPECT_EQ(Context(*store_, id), context);
+    auto s = store_->Load(id);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
   std::string Session(const std::string& conv = "c1") {
     auto id = recorder_->SessionOf(conv);
     EXPECT_TRUE(id.has_value());
@@ -90,12 +99,11 @@ TEST_F(RecorderTest, ANewConversationIsANewSessionAndLaterRequestsAppendWhatIsNe
   recorder_->Record(Rec(m));
   recorder_->Flush();
   std::string id = Session();
-  EXPECT_EQ(Context(*store_, id), m);
-  auto s = store_->Load(id);
-  ASSERT_TRUE(s.ok());
+  auto s = Recorded(id, m);
+  ASSERT_TRUE(s);
   // model_change + three messages, one chain, no copies.
-  EXPECT_EQ((*s)->size(), 4u);
-  EXPECT_EQ((*s)->Roots().size(), 1u);
+  EXPECT_EQ(s->size(), 4u);
+  EXPECT_EQ(s->Roots().size(), 1u);
   auto list = store_->List();
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), 1u);
@@ -124,12 +132,11 @@ TEST_F(RecorderTest, RecordsAreWrittenInTheOrderOfTheirPlaces) {
   recorder_->Record(Rec({m[0]}), first);
   recorder_->Flush();
   std::string id = Session();
-  EXPECT_EQ(Context(*store_, id), m);
-  auto s = store_->Load(id);
-  ASSERT_TRUE(s.ok());
+  auto s = Recorded(id, m);
+  ASSERT_TRUE(s);
   // model_change + three messages, one chain: no move back to the first record's leaf.
-  EXPECT_EQ((*s)->size(), 4u);
-  for (const auto& c : (*s)->Children()) EXPECT_LE(c.size(), 1u);
+  EXPECT_EQ(s->size(), 4u);
+  for (const auto& c : s->Children()) EXPECT_LE(c.size(), 1u);
   // A place given up (the exchange failed) holds nothing back.
   const uint64_t failed = recorder_->Reserve("c1");
   recorder_->Record(Rec({m[0], m[1], m[2], Assistant("a2"), User("q3")}));
@@ -148,13 +155,12 @@ TEST_F(RecorderTest, ADivergingHistoryBranchesAtTheCommonPrefix) {
   recorder_->Record(Rec(now));
   recorder_->Flush();
   std::string id = Session();
-  EXPECT_EQ(Context(*store_, id), now);
-  auto s = store_->Load(id);
-  ASSERT_TRUE(s.ok());
+  auto s = Recorded(id, now);
+  ASSERT_TRUE(s);
   int branch_points = 0;
-  for (const auto& c : (*s)->Children()) branch_points += c.size() > 1 ? 1 : 0;
+  for (const auto& c : s->Children()) branch_points += c.size() > 1 ? 1 : 0;
   EXPECT_EQ(branch_points, 1);
-  EXPECT_EQ((*s)->size(), 1u + 5u + 2u);  // nothing recorded twice
+  EXPECT_EQ(s->size(), 1u + 5u + 2u);  // nothing recorded twice
 }
 
 TEST_F(RecorderTest, AProxyCompactionMakesTheContextWhatWasSentUpstream) {
@@ -292,14 +298,13 @@ TEST_F(RecorderTest, TwoRecordersOnASharedStoreNeitherLoseNorDuplicate) {
   const std::string id = (*list)[0].id;
   EXPECT_EQ(a->SessionOf("c1"), id);
   EXPECT_EQ(b->SessionOf("c1"), id);
-  EXPECT_EQ(Context(*store_, id), turns[5]);
-  auto s = store_->Load(id);
-  ASSERT_TRUE(s.ok());
+  auto s = Recorded(id, turns[5]);
+  ASSERT_TRUE(s);
   size_t messages = 0;
-  for (const Entry& e : (*s)->entries()) messages += e.type == EntryType::kMessage ? 1 : 0;
+  for (const Entry& e : s->entries()) messages += e.type == EntryType::kMessage ? 1 : 0;
   EXPECT_EQ(messages, turns[5].size());  // nothing twice, nothing lost
-  EXPECT_EQ((*s)->Roots().size(), 1u);
-  for (const auto& c : (*s)->Children()) EXPECT_LE(c.size(), 1u);  // no branch
+  EXPECT_EQ(s->Roots().size(), 1u);
+  for (const auto& c : s->Children()) EXPECT_LE(c.size(), 1u);  // no branch
 }
 
 }  // namespace
