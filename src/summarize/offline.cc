@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -193,7 +194,9 @@ struct LaterFacts {
 // An earlier summary's open step that only asks to look at files ("Check
 // src/lexer.ts", "Review src/a.ts and src/b.ts"): done once every file it
 // names was read after that summary. "" when `step` asks for more than that.
-std::string InspectionStepDone(std::string_view step, const std::set<std::string>& read) {
+// `read`: the files read since, by their lowered path.
+std::string InspectionStepDone(std::string_view step,
+                               const std::map<std::string, std::string>& read) {
   static constexpr std::string_view kVerbs[] = {"check ", "review ",  "inspect ", "look at ",
                                                 "read ",  "examine ", "verify ",  "look into "};
   std::string lower = Lower(step);
@@ -219,10 +222,9 @@ std::string InspectionStepDone(std::string_view step, const std::set<std::string
   if (paths.empty()) return "";
   std::string list;
   for (const std::string& p : paths) {
-    auto hit =
-        std::find_if(read.begin(), read.end(), [&](const std::string& r) { return Lower(r) == p; });
+    auto hit = read.find(p);
     if (hit == read.end()) return "";
-    list += (list.empty() ? "`" : ", `") + *hit + "`";
+    list += (list.empty() ? "`" : ", `") + hit->second + "`";
   }
   return list;
 }
@@ -490,13 +492,18 @@ class Composer {
     return out;
   }
 
-  // Files read in the summarized messages or after them.
-  std::set<std::string> FilesReadSince() const {
-    std::set<std::string> read = later_reads_;
-    for (const auto& [path, activity] : facts_.files) {
-      if (activity.reads > 0) read.insert(path);
+  // Files read in the summarized messages or after them, by their lowered
+  // path (built once: each of an earlier summary's open steps looks here).
+  const std::map<std::string, std::string>& FilesReadSince() {
+    if (!reads_since_) {
+      std::set<std::string> read = later_reads_;
+      for (const auto& [path, activity] : facts_.files) {
+        if (activity.reads > 0) read.insert(path);
+      }
+      reads_since_.emplace();
+      for (const std::string& path : read) reads_since_->emplace(Lower(path), path);
     }
-    return read;
+    return *reads_since_;
   }
 
   // An earlier summary's open step that the messages since have done: filed
@@ -983,7 +990,8 @@ class Composer {
   int64_t goal_order_ = -1;
   std::vector<Statement> later_;
   std::set<std::string> later_reads_;  // files read in the later messages
-  std::string goal_text_;              // the request quoted as the goal (AddGoal)
+  std::optional<std::map<std::string, std::string>> reads_since_;  // FilesReadSince()
+  std::string goal_text_;  // the request quoted as the goal (AddGoal)
   std::vector<Statement> request_values_;
   std::set<std::string> retired_;
   std::vector<Item> items_;
