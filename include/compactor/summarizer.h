@@ -145,6 +145,11 @@ class Summarizer {
   // CompactFile then starts the summary while it parses the later messages of
   // a long history. Default false: every message is parsed before the call.
   virtual bool ReadsMessagesInOrder() const { return false; }
+  // True for a summarizer that reads request.later_messages. The messages
+  // kept verbatim are parsed only for one that does (an LLM prompt leaves
+  // them out); a split turn's prefix is passed to every summarizer, parsed
+  // for the turn prefix summary anyway. Default false.
+  virtual bool ReadsLaterMessages() const { return false; }
 };
 
 // The guard from real bug reports: a request whose messages serialize to

@@ -74,6 +74,7 @@ class NotesWithHistorySummarizer final : public Summarizer {
   NotesWithHistorySummarizer(Env* env, std::string path, const Summarizer* history)
       : notes_(env, std::move(path)), history_(history) {}
   std::string_view name() const override { return "notes"; }
+  bool ReadsLaterMessages() const override { return history_->ReadsLaterMessages(); }
   Result<std::string> Summarize(const SummaryRequest& request) const override {
     COMPACTOR_ASSIGN_OR_RETURN(std::string history, history_->Summarize(request));
     Result<std::string> notes = notes_.Summarize(request);

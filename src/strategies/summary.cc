@@ -20,11 +20,13 @@ Result<std::string> SummarizePreparation(const Session& session, const CompactOp
                                          std::string* preserve, CompactionResult* r) {
   const CompactionPreparation& prep = *pr.preparation;
   // The messages kept verbatim: the context's last ones. The summaries read
-  // them only to learn what they revise (SummaryRequest::later_messages).
+  // them only to learn what they revise (SummaryRequest::later_messages),
+  // and only a summarizer that reads them needs them parsed.
   const std::vector<ContextMessage>& context = pr.context.messages;
-  const std::vector<ContextMessage> kept(
-      context.end() - static_cast<std::ptrdiff_t>(std::min(prep.kept_messages, context.size())),
-      context.end());
+  const size_t kept_count =
+      summarizer.ReadsLaterMessages() ? std::min(prep.kept_messages, context.size()) : 0;
+  const std::vector<ContextMessage> kept(context.end() - static_cast<std::ptrdiff_t>(kept_count),
+                                         context.end());
   MessageFeed kept_feed({&kept}, o.env);
   kept_feed.ParseAll();
   const std::span<const Message> kept_messages = kept_feed.messages();

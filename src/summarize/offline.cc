@@ -1231,6 +1231,7 @@ class OfflineSummarizer : public Summarizer {
 
   std::string_view name() const override { return "offline"; }
   bool ReadsMessagesInOrder() const override { return true; }
+  bool ReadsLaterMessages() const override { return true; }
 
   Result<std::string> Summarize(const SummaryRequest& request) const override {
     COMPACTOR_RETURN_IF_ERROR(CheckSummarizable(request));

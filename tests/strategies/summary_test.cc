@@ -63,7 +63,9 @@ TEST(SummaryStrategy, AppendsAPiCompactionThatKeepsTheRecentMessages) {
 // prefix the kept messages.
 class LaterRecorder : public Summarizer {
  public:
+  explicit LaterRecorder(bool reads_later = true) : reads_later_(reads_later) {}
   std::string_view name() const override { return "later-recorder"; }
+  bool ReadsLaterMessages() const override { return reads_later_; }
   Result<std::string> Summarize(const SummaryRequest& r) const override {
     std::lock_guard<std::mutex> lock(mu);
     AwaitMessages(r, r.messages.size() + LaterMessageCount(r));
@@ -78,6 +80,9 @@ class LaterRecorder : public Summarizer {
   mutable std::mutex mu;
   mutable size_t history_later = 0, prefix_later = 0, prefix_messages = 0;
   mutable Role last_later_role = Role::kOther;
+
+ private:
+  bool reads_later_;
 };
 
 TEST(SummaryStrategy, SummariesSeeTheMessagesAfterThemAsLater) {
@@ -105,6 +110,21 @@ TEST(SummaryStrategy, SummariesSeeTheMessagesAfterThemAsLater) {
     EXPECT_EQ(sum.last_later_role, ctx->messages.back().role) << chars;
   }
   EXPECT_TRUE(split) << "no case split a turn";
+}
+
+// A summarizer that does not read later messages (an LLM prompt leaves them
+// out) is not handed the kept ones: they are not parsed for it. The turn
+// prefix still follows the history, parsed for its own summary anyway.
+TEST(SummaryStrategy, KeptMessagesGoOnlyToASummarizerThatReadsThem) {
+  auto session = Load(20, 9000);  // splits a turn
+  LaterRecorder sum(/*reads_later=*/false);
+  CompactOptions o = Options(&sum);
+  o.strategy = FindStrategy("summary");
+  auto c = ComputeCompaction(*session, o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->result.split_turn);
+  EXPECT_EQ(sum.history_later, c->result.turn_prefix_messages);
+  EXPECT_EQ(sum.prefix_later, 0u);
 }
 
 TEST(SummaryStrategy, ContextFullIsTheSameStrategy) {
