@@ -451,19 +451,7 @@ TEST(EngineOracle, PiLoadsCompactedFilesAndBuildsTheSameContext) {
     o.strategy = FindStrategy(st);
     auto r = CompactFile(path, o);
     ASSERT_TRUE(r.ok() && r->compacted);
-    // Another turn after the compaction, as an agent would append.
-    ASSERT_TRUE(
-        AppendLines(path, {MakeMessageEntry({"after1", r->entry_id, "2026-01-01T00:00:09.000Z"},
-                                            R"({"role":"user","content":"next","timestamp":9})")})
-            .ok());
-    auto pi = testing::RunOracle({"inspect", path, "--messages", "full"});
-    ASSERT_EQ(pi.exit_code, 0) << pi.err;
-    auto ours = testing::RunCli({"context", path, "--json"});
-    ASSERT_EQ(ours.exit_code, 0) << ours.err;
-    auto pj = nlohmann::json::parse(pi.out);
-    auto oj = nlohmann::json::parse(ours.out);
-    EXPECT_EQ(oj["messages"], pj["contextMessages"]) << st;
-    EXPECT_EQ(oj["leafId"], pj["leafId"]);
+    testing::ExpectPiBuildsOurContextAfterATurn(path, r->entry_id, std::string(st));
   }
 }
 

@@ -242,18 +242,8 @@ TEST(MaskSummaryOracle, PiLoadsTheEntry) {
     o.settings.reserve_tokens = 2000;
     auto r = CompactFile(path, o);
     ASSERT_TRUE(r.ok() && r->compacted);
-    ASSERT_TRUE(
-        AppendLines(path, {MakeMessageEntry({"after1", r->entry_id, "2026-01-01T00:00:09.000Z"},
-                                            R"({"role":"user","content":"next","timestamp":9})")})
-            .ok());
-    auto pi = testing::RunOracle({"inspect", path, "--messages", "full"});
-    ASSERT_EQ(pi.exit_code, 0) << pi.err;
-    auto ours = testing::RunCli({"context", path, "--json"});
-    ASSERT_EQ(ours.exit_code, 0) << ours.err;
-    auto pj = nlohmann::json::parse(pi.out);
-    auto oj = nlohmann::json::parse(ours.out);
-    EXPECT_EQ(oj["messages"], pj["contextMessages"]) << window;
-    EXPECT_EQ(oj["leafId"], pj["leafId"]);
+    testing::ExpectPiBuildsOurContextAfterATurn(path, r->entry_id,
+                                                "window " + std::to_string(window));
   }
 }
 

@@ -1,7 +1,11 @@
 #include "support/oracle.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "compactor/entries.h"
+#include "compactor/writer.h"
 
 namespace compactor::testing {
 namespace {
@@ -39,6 +43,23 @@ RunResult RunOracle(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"node", kOracleDir + "/oracle.mjs"};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProgram(argv);
+}
+
+void ExpectPiBuildsOurContextAfterATurn(const std::string& path, const std::string& parent_id,
+                                        const std::string& trace) {
+  SCOPED_TRACE(trace);
+  ASSERT_TRUE(
+      AppendLines(path, {MakeMessageEntry({"after1", parent_id, "2026-01-01T00:00:09.000Z"},
+                                          R"({"role":"user","content":"next","timestamp":9})")})
+          .ok());
+  RunResult pi = RunOracle({"inspect", path, "--messages", "full"});
+  ASSERT_EQ(pi.exit_code, 0) << pi.err;
+  RunResult ours = RunCli({"context", path, "--json"});
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  const nlohmann::json pj = nlohmann::json::parse(pi.out);
+  const nlohmann::json oj = nlohmann::json::parse(ours.out);
+  EXPECT_EQ(oj["messages"], pj["contextMessages"]);
+  EXPECT_EQ(oj["leafId"], pj["leafId"]);
 }
 
 }  // namespace compactor::testing

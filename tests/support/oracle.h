@@ -29,6 +29,13 @@ const OracleStatus& Oracle();
 // the commands). REQUIRES: Oracle().ready.
 RunResult RunOracle(const std::vector<std::string>& args);
 
+// Appends a user turn after entry `parent_id` of the session file `path`, as
+// an agent does after a compaction, then expects pi to load the file and
+// build the context `compactor context` builds. `trace` names the case.
+// REQUIRES: Oracle().ready.
+void ExpectPiBuildsOurContextAfterATurn(const std::string& path, const std::string& parent_id,
+                                        const std::string& trace);
+
 }  // namespace compactor::testing
 
 // Skips the current test when node or npm is missing; fails it when the
