@@ -3,11 +3,13 @@
 // when the exact tokenizer and its vocabulary are available), the pi-estimate
 // variant checked against the pi oracle, and the CLI contract.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "compactor/context.h"
+#include "compactor/env.h"
 #include "compactor/estimate.h"
 #include "compactor/prune.h"
 #include "compactor/session.h"
@@ -307,6 +309,59 @@ TEST(PruneCli, OptionsOutputAndLeaf) {
                       "--minimum-savings", "0"});
   ASSERT_EQ(leaf.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(leaf.out)["pruned"], 1);
+}
+
+// Another process truncates the session while `-o OTHER` rebuilds it, past
+// the last line the plan rewrites: the lines copied as read would carry the
+// lost pages, so nothing is written to OTHER and the session keeps what the
+// other process left. The clock, read when the rebuild starts, is where the
+// truncation happens.
+class TruncatingClock : public EnvWrapper {
+ public:
+  TruncatingClock(std::string path, off_t size)
+      : EnvWrapper(Env::Default()), path_(std::move(path)), size_(size) {}
+  int64_t NowMs() override {
+    if (!done_) {
+      done_ = true;
+      EXPECT_EQ(::truncate(path_.c_str(), size_), 0);
+    }
+    return EnvWrapper::NowMs();
+  }
+
+ private:
+  std::string path_;
+  off_t size_;
+  bool done_ = false;
+};
+
+TEST(PruneRewrite, AnOutputIsNotWrittenFromASessionTruncatedWhileItWasRead) {
+  TempDir d;
+  const std::string text = PrunableSession();
+  const std::string path = d.Write("s.jsonl", text);
+  const std::string out = d.path() + "/out.jsonl";
+  // Into the last line, the newest output (not pruned: copied as it is
+  // read), so that pages are lost past the new end.
+  const off_t cut = static_cast<off_t>(text.rfind('\n', text.size() - 2) + 10);
+  ASSERT_GT(text.size() - static_cast<size_t>(cut), 4 * static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  auto s = Session::FromString(text, path);
+  ASSERT_TRUE(s.ok());
+  PruneOptions po;
+  po.protect_tokens = 1;
+  auto plan = PlanPrune(**s, std::nullopt, po);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_FALSE(plan->outputs.empty());
+  TruncatingClock env(path, cut);
+  WriteRewrittenOptions o;
+  o.output_path = out;
+  o.env = &env;
+  auto written = WriteRewrittenSession(**s, path, *plan, o);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.status().code(), StatusCode::kIoError);
+  EXPECT_NE(written.status().message().find("truncated by another process while it was read"),
+            std::string::npos)
+      << written.status().message();
+  EXPECT_FALSE(Env::Default()->Stat(out).ok()) << "an output was written";
+  EXPECT_EQ(ReadFileOrDie(path), text.substr(0, static_cast<size_t>(cut)));
 }
 
 TEST(PruneCli, BadInputAndUsageErrors) {
