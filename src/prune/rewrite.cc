@@ -145,9 +145,7 @@ Result<WriteRewrittenResult> WriteRewrittenSession(const Session& session, const
   COMPACTOR_ASSIGN_OR_RETURN(internal::FileBytes bytes, internal::FileBytes::Open(env, path));
   COMPACTOR_ASSIGN_OR_RETURN(std::string text,
                              rebuild(std::string_view(bytes.data(), bytes.size())));
-  if (bytes.truncated())
-    return Status::IoError(path +
-                           ": truncated by another process while it was read; nothing written");
+  if (bytes.truncated()) return internal::TruncatedWhileRead(path, /*nothing_written=*/true);
   COMPACTOR_RETURN_IF_ERROR(
       WriteFileAtomic(options.output_path, text, RewriteOptions{false, ".bak", env}));
   result.output_path = options.output_path;

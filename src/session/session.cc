@@ -1168,12 +1168,6 @@ Result<size_t> SessionState::Extend(bool* reload) {
   return entries.size() - first_new;
 }
 
-namespace {
-Status TruncatedError(const std::string& path) {
-  return Status::IoError(path + ": truncated by another process while it was read");
-}
-}  // namespace
-
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
@@ -1190,7 +1184,8 @@ Result<std::unique_ptr<Session>> Session::Open(const std::string& path,
     if (impl->size == 0) return Status::Corruption(path + ":1: empty file, not a pi session");
     Status loaded = impl->Load();
     // A truncation while the bytes were read explains any error Load saw.
-    if (impl->file.truncated()) return TruncatedError(path);
+    if (impl->file.truncated())
+      return internal::TruncatedWhileRead(path, /*nothing_written=*/false);
     COMPACTOR_RETURN_IF_ERROR(loaded);
     if (auto id = impl->file.identity()) {
       impl->seen = *id;
@@ -1231,7 +1226,8 @@ std::optional<FileIdentity> Session::file_identity() const {
 }
 
 Status Session::CheckIntact() const {
-  if (impl_->file.truncated()) return TruncatedError(impl_->path);
+  if (impl_->file.truncated())
+    return internal::TruncatedWhileRead(impl_->path, /*nothing_written=*/false);
   return Status::Ok();
 }
 

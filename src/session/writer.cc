@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "compactor/js_json.h"
+#include "util/file.h"
 
 namespace compactor {
 
@@ -168,9 +169,7 @@ Result<SessionRewriteResult> RewriteSessionFile(const std::string& path, const R
   uint64_t done = bytes.rfind('\n') + 1;  // 0 when there is none
   COMPACTOR_ASSIGN_OR_RETURN(std::string text, rebuild(bytes.substr(0, done)));
   // Rebuilt from fill bytes, the text would replace the file with nonsense.
-  if (map->truncated())
-    return Status::IoError(path +
-                           ": truncated by another process while it was read; nothing written");
+  if (map->truncated()) return internal::TruncatedWhileRead(path, /*nothing_written=*/true);
   map.reset();
   if (!text.empty() && text.back() != '\n') text.push_back('\n');
   // What was appended since the mapping: complete lines go into the new text.

@@ -30,4 +30,9 @@ std::optional<FileIdentity> FileBytes::identity() const {
   return map_->identity();
 }
 
+Status TruncatedWhileRead(const std::string& path, bool nothing_written) {
+  return Status::IoError(path + ": truncated by another process while it was read" +
+                         (nothing_written ? "; nothing written" : ""));
+}
+
 }  // namespace compactor::internal

@@ -13,6 +13,11 @@
 
 namespace compactor::internal {
 
+// The error of a read that another process cut short by truncating the file
+// (MappedFile::truncated): kIoError "PATH: truncated by another process while
+// it was read", then "; nothing written" for a writer that gave up.
+Status TruncatedWhileRead(const std::string& path, bool nothing_written);
+
 // The default bound on bytes read from a pipe, FIFO or device (1 GiB).
 inline constexpr size_t kDefaultMaxStreamBytes = size_t{1} << 30;
 
