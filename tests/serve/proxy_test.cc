@@ -102,6 +102,59 @@ TEST_F(ServeProxyTest, KeptAliveClientGetsWholeResponsesOverOneUpstreamConnectio
   EXPECT_EQ(upstream_.connections() - before, 1);
 }
 
+// The worker's transfer handle is kept configured between requests: what one
+// method set (HEAD's no-body, a custom method, a body) must not leak into
+// the next request on the same handle. Every request of one kept-alive
+// connection reaches the upstream with its own method and body.
+TEST_F(ServeProxyTest, EachMethodReachesTheUpstreamAsSentOnAReusedHandle) {
+  StartProxy();
+  Fields h = {{"x-api-key", "dummy"},
+              {"anthropic-version", "2023-06-01"},
+              {"content-type", "application/json"}};
+  struct Step {
+    std::string method;
+    std::string target;
+    std::string body;
+  };
+  const std::vector<Step> steps = {
+      {"HEAD", "/", ""},          {"POST", "/v1/messages", kAnthropicBody},
+      {"HEAD", "/", ""},          {"GET", "/v1/models", ""},
+      {"DELETE", "/v1/thing", ""}, {"PUT", "/v1/thing", "{\"put\":1}"},
+      {"GET", "/v1/models", ""},  {"PATCH", "/v1/thing", "{\"patch\":2}"},
+      {"HEAD", "/", ""},          {"POST", "/v1/messages", kAnthropicBody},
+  };
+  const size_t before = upstream_.request_count();
+  RawClient c;
+  ASSERT_TRUE(c.Connect(port_));
+  for (const auto& step : steps) {
+    SCOPED_TRACE(step.method + " " + step.target);
+    ASSERT_TRUE(c.Send(RequestBytes(step.method, step.target, h, step.body)));
+    auto r = c.Read(/*head_request=*/step.method == "HEAD");
+    ASSERT_TRUE(r.has_value());
+    if (step.method == "HEAD") {
+      EXPECT_TRUE(r->body.empty());
+    }
+    if (step.method == "POST") {
+      EXPECT_EQ(r->status, 200);
+      EXPECT_NE(r->body.find("message_start"), std::string::npos);
+    }
+  }
+  auto seen = upstream_.requests();
+  ASSERT_EQ(seen.size() - before, steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& got = seen[before + i];
+    SCOPED_TRACE(std::to_string(i) + ": " + steps[i].method + " " + steps[i].target);
+    EXPECT_EQ(got.method, steps[i].method);
+    EXPECT_EQ(got.target, steps[i].target);
+    EXPECT_EQ(got.body, steps[i].body);
+    if (steps[i].body.empty()) {
+      EXPECT_TRUE(got.Header("content-length").empty() || got.Header("content-length") == "0");
+    } else {
+      EXPECT_EQ(got.Header("content-length"), std::to_string(steps[i].body.size()));
+    }
+  }
+}
+
 TEST_F(ServeProxyTest, ResponsesAndChatStreamingAndNotAreRelayedByteForByte) {
   StartProxy();
   Fields h = {{"authorization", "Bearer dummy"}, {"content-type", "application/json"}};
