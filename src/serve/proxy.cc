@@ -99,7 +99,6 @@ class ProxyExchange final : public Exchange {
   }
   // (c) once the response is written.
   void Complete() {
-    ObserveDeferred();
     for (auto& h : hooks_) h->OnComplete(*this);
   }
 
@@ -113,7 +112,6 @@ class ProxyExchange final : public Exchange {
   bool OnBody(std::string_view data);
   void FeedEvents(std::string_view data, bool observe_only);
   void OnEvent(const SseEvent& ev, bool observe_only);
-  void ObserveDeferred();
   bool CanRetry() const { return attempt_ + 1 < config_.limits.max_attempts; }
   bool WriteToClient(std::string_view data);
   bool RelayRest(httplib::DataSink& sink, bool chunked, size_t length);
@@ -155,10 +153,6 @@ class ProxyExchange final : public Exchange {
   bool parsing_ = false;  // the hooks saw the head: events may be parsed
   std::string pending_;   // body bytes not yet sent to the client
   SseParser sse_;
-  // Events only observed (no hook holds them) that arrived before their
-  // bytes were written to the client: shown to the hooks once written, so
-  // that the parsing for usage does not delay the answer.
-  std::vector<std::pair<std::string, std::string>> deferred_;
   httplib::DataSink* sink_ = nullptr;
   size_t written_ = 0;
 };
@@ -220,7 +214,6 @@ Status ProxyExchange::StartAttempt() {
   parsing_ = false;
   written_ = 0;
   pending_.clear();
-  deferred_.clear();
   sse_ = SseParser();
   holding_.assign(hooks_.size(), false);
   call_ = std::make_unique<UpstreamCall>(std::move(up),
@@ -284,23 +277,12 @@ void ProxyExchange::FeedEvents(std::string_view data, bool observe_only) {
     if (retry_) return;
     bool held = !observe_only && phase_ == Phase::kHold;
     if (!held && !observers_) return;
-    if (!held && phase_ != Phase::kCommitted) {
-      deferred_.emplace_back(event, payload);
-      return;
-    }
     OnEvent(SseEvent{event, payload}, !held);
     if (held && !retry_ &&
         std::none_of(holding_.begin(), holding_.end(), [](bool b) { return b; })) {
       phase_ = Phase::kHead;  // released: committed by Run once this step returns
     }
   });
-}
-
-void ProxyExchange::ObserveDeferred() {
-  if (deferred_.empty()) return;
-  auto events = std::move(deferred_);
-  deferred_.clear();
-  for (const auto& [name, data] : events) OnEvent(SseEvent{name, data}, /*observe_only=*/true);
 }
 
 bool ProxyExchange::OnBody(std::string_view data) {
@@ -335,7 +317,6 @@ bool ProxyExchange::RelayRest(httplib::DataSink& sink, bool chunked, size_t leng
   std::string early = std::move(pending_);
   pending_.clear();
   bool ok = WriteToClient(early);
-  ObserveDeferred();  // in order, before the events that arrive from now on
   while (ok && call_->Step(conn_->fd)) {
   }
   sink_ = nullptr;
