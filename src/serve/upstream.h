@@ -86,7 +86,7 @@ class UpstreamCall {
   // The client's socket showed end of file or an error.
   bool client_gone() const { return client_gone_; }
 
- // libcurl's callbacks (`self`: the call), set once per easy handle.
+  // libcurl's callbacks (`self`: the call), set once per easy handle.
   static size_t OnHeaderLine(char* data, size_t size, size_t nmemb, void* self);
   static size_t OnBodyData(char* data, size_t size, size_t nmemb, void* self);
 

@@ -117,11 +117,11 @@ TEST_F(ServeProxyTest, EachMethodReachesTheUpstreamAsSentOnAReusedHandle) {
     std::string body;
   };
   const std::vector<Step> steps = {
-      {"HEAD", "/", ""},          {"POST", "/v1/messages", kAnthropicBody},
-      {"HEAD", "/", ""},          {"GET", "/v1/models", ""},
+      {"HEAD", "/", ""},           {"POST", "/v1/messages", kAnthropicBody},
+      {"HEAD", "/", ""},           {"GET", "/v1/models", ""},
       {"DELETE", "/v1/thing", ""}, {"PUT", "/v1/thing", "{\"put\":1}"},
-      {"GET", "/v1/models", ""},  {"PATCH", "/v1/thing", "{\"patch\":2}"},
-      {"HEAD", "/", ""},          {"POST", "/v1/messages", kAnthropicBody},
+      {"GET", "/v1/models", ""},   {"PATCH", "/v1/thing", "{\"patch\":2}"},
+      {"HEAD", "/", ""},           {"POST", "/v1/messages", kAnthropicBody},
   };
   const size_t before = upstream_.request_count();
   RawClient c;
