@@ -557,6 +557,23 @@ void CompactExchangeHook::BeforeForward(Exchange& ex) {
   Explain(ex, c);
 }
 
+// What an SSE event's name says to a response held for the in-stream
+// overflow retry, as the API documents its event names: an event that is
+// neither an error nor content (kBeforeContent: hold on), the first content
+// (kContent: release), else kRead (parse the data: an error, an unknown
+// name, the other APIs' events). Anthropic's names only, as its stream
+// parser reads them (src/providers/anthropic_messages.cc): an event's data
+// is trusted to be of its name's type, as the API documents.
+enum class HeldEvent { kBeforeContent, kContent, kRead };
+
+HeldEvent HeldEventByName(std::string_view api, std::string_view name) {
+  if (api == "anthropic") {
+    if (name == "message_start" || name == "ping") return HeldEvent::kBeforeContent;
+    if (name == "content_block_start") return HeldEvent::kContent;
+  }
+  return HeldEvent::kRead;
+}
+
 HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead& head) {
   if (out_) return HeadVerdict::kRelay;
   status_ = head.status;
@@ -582,6 +599,20 @@ EventVerdict CompactExchangeHook::OnEvent(Exchange& ex, const SseEvent& event) {
   if (parser_ == nullptr) {
     Report(ex);
     return EventVerdict::kRelease;
+  }
+  // Held only for the retry (nothing observes the stream): the name alone
+  // tells the events before the content, and the first content event, from
+  // those that need their data read (errors, unknown names, nameless ones).
+  if (!Observing()) {
+    switch (HeldEventByName(api_->name(), event.name)) {
+      case HeldEvent::kBeforeContent:
+        return EventVerdict::kContinue;
+      case HeldEvent::kContent:
+        Report(ex);
+        return EventVerdict::kRelease;
+      case HeldEvent::kRead:
+        break;
+    }
   }
   StreamEventInfo info = parser_->OnEvent(event.name, event.data);
   if (info.usage_reported) {

@@ -263,7 +263,11 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler)
         framing.emplace(name, value);
       }
     }
-    for (const auto& [name, value] : *conn->exact_headers) framing.emplace(name, value);
+    // Written once, here: moved, not copied.
+    for (auto& [name, value] : *conn->exact_headers) {
+      framing.emplace(std::move(name), std::move(value));
+    }
+    conn->exact_headers.reset();
     res.headers = std::move(framing);
   });
   // httplib's own failures (a malformed request line, an unknown method) get

@@ -224,8 +224,10 @@ Status ProxyExchange::StartAttempt() {
 
 void ProxyExchange::AskHead() {
   head_ = ResponseHead{call_->status(), {}, false};
-  for (const auto& h : EndToEnd(call_->headers())) {
-    if (!IsFraming(h.first)) head_.headers.push_back(h);
+  HeaderList end_to_end = EndToEnd(call_->headers());
+  head_.headers.reserve(end_to_end.size());
+  for (auto& h : end_to_end) {
+    if (!IsFraming(h.first)) head_.headers.push_back(std::move(h));
   }
   head_.event_stream = IsEventStream(head_.headers);
   bool hold = false;
@@ -346,7 +348,8 @@ bool ProxyExchange::RelayRest(httplib::DataSink& sink, bool chunked, size_t leng
 void ProxyExchange::Commit(httplib::Response& res, const std::shared_ptr<ProxyExchange>& self) {
   Settle();
   res.status = head_.status;
-  HeaderList exact = head_.headers;
+  // The hooks saw the head (AskHead); its fields now go to the client.
+  HeaderList exact = std::move(head_.headers);
   exact.insert(exact.end(), added_.begin(), added_.end());
   conn_->exact_headers = std::move(exact);
   record_->status = head_.status;

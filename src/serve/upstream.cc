@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <initializer_list>
+#include <map>
 
 #include "providers/curl_api.h"
 
@@ -20,12 +23,52 @@ const CurlApi* Api() {
   return api.ok() ? *api : nullptr;
 }
 
+// The proxy that libcurl would take from the environment for `scheme`
+// ("http_proxy" -- never "HTTP_PROXY", as libcurl -- or "<SCHEME>_proxy" in
+// either case, then "all_proxy"/"ALL_PROXY"; "" when none; an empty variable
+// counts as unset), and the "no_proxy"/"NO_PROXY" list.
+struct EnvProxy {
+  std::string proxy;
+  std::string no_proxy;
+};
+
+std::string FirstSet(Env& env, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    auto v = env.GetEnvVar(name);
+    if (v && !v->empty()) return *v;
+  }
+  return "";
+}
+
+EnvProxy ReadEnvProxy(Env& env, std::string_view scheme) {
+  EnvProxy p;
+  std::string lower = ToLower(scheme) + "_proxy";
+  if (lower == "http_proxy") {
+    p.proxy = FirstSet(env, {"http_proxy", "all_proxy", "ALL_PROXY"});
+  } else {
+    std::string upper = lower;
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    p.proxy = FirstSet(env, {lower.c_str(), upper.c_str(), "all_proxy", "ALL_PROXY"});
+  }
+  p.no_proxy = FirstSet(env, {"no_proxy", "NO_PROXY"});
+  return p;
+}
+
+// "http" for "http://host/...", "https" for "HTTPS://..."; libcurl's guess
+// ("http") without a scheme.
+std::string_view SchemeOf(std::string_view url) {
+  size_t sep = url.find("://");
+  return sep == std::string_view::npos ? std::string_view("http") : url.substr(0, sep);
+}
+
 // The calling thread's multi handle and one spare easy handle. The multi's
 // connection cache lets the thread's next request reuse the connection
 // (keep-alive, TLS session) of the last; the spare spares each request
 // libcurl's set-up and tear-down of a transfer (its buffers: tens of kB
-// allocated and freed per request otherwise). Worker threads serve one
-// exchange at a time, so one spare is enough.
+// allocated and freed per request otherwise) and the options that are the
+// same for every transfer (set once, when the handle is made: Configure).
+// Worker threads serve one exchange at a time, so one spare is enough.
 class ThreadCurl {
  public:
   ~ThreadCurl() {
@@ -36,24 +79,69 @@ class ThreadCurl {
     if (multi_ == nullptr) multi_ = Api()->multi_init();
     return multi_;
   }
-  CURL* TakeEasy() {
+  // A handle with the invariant options set and the proxy of `url`'s scheme
+  // (from the environment, read once per thread and scheme).
+  CURL* TakeEasy(Env& env, std::string_view url) {
     CURL* h = spare_;
     spare_ = nullptr;
-    return h != nullptr ? h : Api()->easy_init();
+    if (h == nullptr) {
+      h = Api()->easy_init();
+      if (h == nullptr) return nullptr;
+      Configure(h);
+    }
+    SetProxy(h, env, SchemeOf(url));
+    return h;
   }
   // REQUIRES: `h` is not in the multi any more.
   void GiveBack(CURL* h) {
     if (spare_ == nullptr) {
-      Api()->easy_reset(h);  // every option back to its default; buffers kept
+      // The per-transfer options point into the finished call: cleared, so
+      // the idle handle holds no dangling pointer. The rest is set again by
+      // the next Start (UpstreamCall::SetMethod puts the method back first).
+      const CurlApi* api = Api();
+      api->easy_setopt(h, CURLOPT_HTTPHEADER, static_cast<curl_slist*>(nullptr));
+      api->easy_setopt(h, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
+      api->easy_setopt(h, CURLOPT_HEADERDATA, static_cast<void*>(nullptr));
+      api->easy_setopt(h, CURLOPT_WRITEDATA, static_cast<void*>(nullptr));
+      api->easy_setopt(h, CURLOPT_POSTFIELDS, static_cast<const char*>(nullptr));
       spare_ = h;
     } else {
       Api()->easy_cleanup(h);
+      if (h == proxied_) proxied_ = nullptr;
     }
   }
 
  private:
+  static void Configure(CURL* h) {
+    const CurlApi* api = Api();
+    api->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    api->easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+    api->easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    api->easy_setopt(h, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+    api->easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    api->easy_setopt(h, CURLOPT_HEADERFUNCTION, &UpstreamCall::OnHeaderLine);
+    api->easy_setopt(h, CURLOPT_WRITEFUNCTION, &UpstreamCall::OnBodyData);
+  }
+
+  // libcurl would look the proxy variables up again for every transfer
+  // (six getenv and copies); they are read once per thread and scheme and
+  // given to it explicitly: the same proxy, the same exceptions.
+  void SetProxy(CURL* h, Env& env, std::string_view scheme) {
+    if (h == proxied_ && scheme == proxied_scheme_) return;
+    std::string key = ToLower(scheme);
+    auto it = proxies_.find(key);
+    if (it == proxies_.end()) it = proxies_.emplace(key, ReadEnvProxy(env, key)).first;
+    Api()->easy_setopt(h, CURLOPT_PROXY, it->second.proxy.c_str());
+    Api()->easy_setopt(h, CURLOPT_NOPROXY, it->second.no_proxy.c_str());
+    proxied_ = h;
+    proxied_scheme_ = key;
+  }
+
   CURLM* multi_ = nullptr;
   CURL* spare_ = nullptr;
+  std::map<std::string, EnvProxy, std::less<>> proxies_;  // by scheme
+  CURL* proxied_ = nullptr;  // the handle whose proxy is set, and for what
+  std::string proxied_scheme_;
 };
 
 ThreadCurl& Local() {
@@ -137,18 +225,25 @@ UpstreamCall::~UpstreamCall() {
 
 Status UpstreamCall::Start() {
   COMPACTOR_ASSIGN_OR_RETURN(const CurlApi* api, internal::Curl());
-  CURL* h = Local().TakeEasy();
+  CURL* h = Local().TakeEasy(*request_.env, request_.url);
   if (h == nullptr) return Status::Unavailable("curl_easy_init failed");
   easy_ = h;
   curl_slist* list = nullptr;
   bool has_accept = false;
   bool has_type = false;
+  std::string line;  // one buffer for every field (libcurl copies each)
   for (const auto& [name, value] : request_.headers) {
     if (HasCrLf(name) || HasCrLf(value) || name.empty()) continue;
     has_accept = has_accept || EqualsIgnoreCase(name, "accept");
     has_type = has_type || EqualsIgnoreCase(name, "content-type");
     // "Name;" is libcurl's spelling of a field with an empty value ("Name:" removes it).
-    std::string line = value.empty() ? name + ";" : name + ": " + value;
+    line.assign(name);
+    if (value.empty()) {
+      line += ';';
+    } else {
+      line += ": ";
+      line += value;
+    }
     list = api->slist_append(list, line.c_str());
   }
   // libcurl would add these on its own; a transparent proxy sends only the client's.
@@ -157,25 +252,40 @@ Status UpstreamCall::Start() {
   if (!has_type) list = api->slist_append(list, "Content-Type:");
   headers_list_ = list;
 
+  // The invariant options were set when the handle was made (ThreadCurl).
   api->easy_setopt(h, CURLOPT_URL, request_.url.c_str());
-  api->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   api->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf_);
   api->easy_setopt(h, CURLOPT_HTTPHEADER, list);
-  api->easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
-  api->easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
-  api->easy_setopt(h, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
   api->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request_.connect_timeout_ms));
-  api->easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-  api->easy_setopt(h, CURLOPT_HEADERFUNCTION, &UpstreamCall::OnHeaderLine);
   api->easy_setopt(h, CURLOPT_HEADERDATA, this);
-  api->easy_setopt(h, CURLOPT_WRITEFUNCTION, &UpstreamCall::OnBodyData);
   api->easy_setopt(h, CURLOPT_WRITEDATA, this);
+  SetMethod(h);
+  start_us_ = NowMicros();
+  last_activity_us_ = start_us_;
+  if (api->multi_add_handle(Multi(), h) != CURLM_OK) {
+    return Status::Unavailable("curl_multi_add_handle failed");
+  }
+  started_ = true;
+  return Status::Ok();
+}
+
+// The handle may come from a transfer with another method: everything a
+// method option changes is put back to a plain GET first (POSTFIELDS set to
+// null makes the method POST, HTTPGET then makes it GET and turns NOBODY
+// and UPLOAD off), then this request's method is set.
+void UpstreamCall::SetMethod(void* easy) const {
+  const CurlApi* api = Api();
+  CURL* h = static_cast<CURL*>(easy);
+  api->easy_setopt(h, CURLOPT_CUSTOMREQUEST, static_cast<const char*>(nullptr));
+  api->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(-1));
+  api->easy_setopt(h, CURLOPT_POSTFIELDS, static_cast<const char*>(nullptr));
+  api->easy_setopt(h, CURLOPT_HTTPGET, 1L);
   const std::string& m = request_.method;
   bool has_body = request_.body != nullptr;
   if (m == "HEAD") {
     api->easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (m == "GET" && !has_body) {
-    api->easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    // HTTPGET above.
   } else {
     if (has_body) {
       api->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -184,13 +294,6 @@ Status UpstreamCall::Start() {
     }
     if (m != "POST") api->easy_setopt(h, CURLOPT_CUSTOMREQUEST, m.c_str());
   }
-  start_us_ = NowMicros();
-  last_activity_us_ = start_us_;
-  if (api->multi_add_handle(Multi(), h) != CURLM_OK) {
-    return Status::Unavailable("curl_multi_add_handle failed");
-  }
-  started_ = true;
-  return Status::Ok();
 }
 
 size_t UpstreamCall::OnHeaderLine(char* data, size_t size, size_t nmemb, void* self) {

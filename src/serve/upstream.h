@@ -86,9 +86,12 @@ class UpstreamCall {
   // The client's socket showed end of file or an error.
   bool client_gone() const { return client_gone_; }
 
- private:
+  // libcurl's callbacks (`self`: the call), set once per easy handle.
   static size_t OnHeaderLine(char* data, size_t size, size_t nmemb, void* self);
   static size_t OnBodyData(char* data, size_t size, size_t nmemb, void* self);
+
+ private:
+  void SetMethod(void* easy) const;
   void HeaderLine(std::string_view line);
   void Finish(int curl_code);
   bool ClientGone(int fd);

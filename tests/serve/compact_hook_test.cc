@@ -389,6 +389,8 @@ TEST_F(ServeCompactTest, InStreamOverflowBeforeContentIsRetried) {
       "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
       "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\","
       "\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
+      // Held by its name alone (neither content nor an error), as message_start.
+      "event: ping\ndata: {\"type\":\"ping\"}\n\n",
       "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
       "\"message\":\"prompt is too long: 250000 tokens > 200000 maximum\"}}\n\n"};
   upstream_.Push(r);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +102,130 @@ TEST_F(ServeProxyTest, KeptAliveClientGetsWholeResponsesOverOneUpstreamConnectio
     EXPECT_TRUE(d->body.empty());
   }
   EXPECT_EQ(upstream_.connections() - before, 1);
+}
+
+// The worker's transfer handle is kept configured between requests: what one
+// method set (HEAD's no-body, a custom method, a body) must not leak into
+// the next request on the same handle. Every request of one kept-alive
+// connection reaches the upstream with its own method and body.
+TEST_F(ServeProxyTest, EachMethodReachesTheUpstreamAsSentOnAReusedHandle) {
+  StartProxy();
+  Fields h = {{"x-api-key", "dummy"},
+              {"anthropic-version", "2023-06-01"},
+              {"content-type", "application/json"}};
+  struct Step {
+    std::string method;
+    std::string target;
+    std::string body;
+  };
+  const std::vector<Step> steps = {
+      {"HEAD", "/", ""},           {"POST", "/v1/messages", kAnthropicBody},
+      {"HEAD", "/", ""},           {"GET", "/v1/models", ""},
+      {"DELETE", "/v1/thing", ""}, {"PUT", "/v1/thing", "{\"put\":1}"},
+      {"GET", "/v1/models", ""},   {"PATCH", "/v1/thing", "{\"patch\":2}"},
+      {"HEAD", "/", ""},           {"POST", "/v1/messages", kAnthropicBody},
+  };
+  const size_t before = upstream_.request_count();
+  RawClient c;
+  ASSERT_TRUE(c.Connect(port_));
+  for (const auto& step : steps) {
+    SCOPED_TRACE(step.method + " " + step.target);
+    ASSERT_TRUE(c.Send(RequestBytes(step.method, step.target, h, step.body)));
+    auto r = c.Read(/*head_request=*/step.method == "HEAD");
+    ASSERT_TRUE(r.has_value());
+    if (step.method == "HEAD") {
+      EXPECT_TRUE(r->body.empty());
+    }
+    if (step.method == "POST") {
+      EXPECT_EQ(r->status, 200);
+      EXPECT_NE(r->body.find("message_start"), std::string::npos);
+    }
+  }
+  auto seen = upstream_.requests();
+  ASSERT_EQ(seen.size() - before, steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& got = seen[before + i];
+    SCOPED_TRACE(std::to_string(i) + ": " + steps[i].method + " " + steps[i].target);
+    EXPECT_EQ(got.method, steps[i].method);
+    EXPECT_EQ(got.target, steps[i].target);
+    EXPECT_EQ(got.body, steps[i].body);
+    if (steps[i].body.empty()) {
+      EXPECT_TRUE(got.Header("content-length").empty() || got.Header("content-length") == "0");
+    } else {
+      EXPECT_EQ(got.Header("content-length"), std::to_string(steps[i].body.size()));
+    }
+  }
+}
+
+// Sets (or, with nullopt, unsets) process environment variables for the
+// test's span, and puts the old values back.
+class ScopedEnvVars {
+ public:
+  explicit ScopedEnvVars(
+      const std::vector<std::pair<std::string, std::optional<std::string>>>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      Set(name, value);
+    }
+  }
+  ~ScopedEnvVars() {
+    for (const auto& [name, value] : saved_) Set(name, value);
+  }
+  ScopedEnvVars(const ScopedEnvVars&) = delete;
+  ScopedEnvVars& operator=(const ScopedEnvVars&) = delete;
+
+ private:
+  static void Set(const std::string& name, const std::optional<std::string>& value) {
+    if (value) {
+      ::setenv(name.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name.c_str());
+    }
+  }
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// The upstream proxy comes from the environment as libcurl would take it
+// (serve reads the variables once per worker thread, docs/serve.md): with
+// http_proxy set the request goes to that proxy in absolute form; a host in
+// no_proxy goes direct.
+TEST_F(ServeProxyTest, UpstreamProxyFromTheEnvironmentIsHonoured) {
+  FakeUpstream forward_proxy;
+  ASSERT_TRUE(forward_proxy.Start());
+  ASSERT_TRUE(upstream_.Start());
+  Fields h = {{"x-api-key", "dummy"},
+              {"anthropic-version", "2023-06-01"},
+              {"content-type", "application/json"}};
+  {
+    ScopedEnvVars env({{"http_proxy", forward_proxy.url()},
+                       {"all_proxy", std::nullopt},
+                       {"ALL_PROXY", std::nullopt},
+                       {"no_proxy", std::nullopt},
+                       {"NO_PROXY", std::nullopt}});
+    StartProxy();
+    // (The fake does not emulate the API for an absolute-form target: what
+    // it answers does not matter, where the request went does.)
+    auto r = Fetch(port_, "POST", "/v1/messages?x=1", h, kAnthropicBody);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(forward_proxy.request_count(), 1u);
+    EXPECT_EQ(forward_proxy.requests()[0].target, upstream_.url() + "/v1/messages?x=1");
+    EXPECT_EQ(upstream_.request_count(), 0u);
+    server_->Shutdown();
+  }
+  {
+    ScopedEnvVars env({{"http_proxy", forward_proxy.url()},
+                       {"all_proxy", std::nullopt},
+                       {"ALL_PROXY", std::nullopt},
+                       {"no_proxy", "localhost,127.0.0.1"},
+                       {"NO_PROXY", std::nullopt}});
+    StartProxy();
+    auto r = Fetch(port_, "POST", "/v1/messages", h, kAnthropicBody);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(forward_proxy.request_count(), 1u);  // none more
+    EXPECT_EQ(upstream_.request_count(), 1u);
+  }
 }
 
 TEST_F(ServeProxyTest, ResponsesAndChatStreamingAndNotAreRelayedByteForByte) {
