@@ -35,6 +35,7 @@ compactor_module(NAME util
   HEADERS js_json.h kernel.h
   USES status env
   EXPORTS utf8.h json_scan.h js_canonical.h file.h background.h two_halves.h kernel.h
+          simdjson_alloc.h
   PUBLIC_DEPENDS simdjson::simdjson)
 compactor_module(NAME session
   HEADERS session.h message.h writer.h entries.h

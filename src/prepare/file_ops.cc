@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "prepare/file_ops_internal.h"
+#include "util/simdjson_alloc.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -126,8 +127,8 @@ void ExtractFileOpsFromToolCallJson(std::string_view message_json, FileOps& ops)
   // each block its last "type", "name", "arguments" and arguments' "path".
   thread_local simdjson::ondemand::parser parser;
   thread_local simdjson::padded_string buffer;
-  if (buffer.size() < message_json.size())
-    buffer = simdjson::padded_string(message_json.size() * 2 + 64);
+  internal::GrowPadded(buffer, message_json.size());
+  internal::ReserveOnDemand(parser, message_json.size());
   std::memcpy(buffer.data(), message_json.data(), message_json.size());
   simdjson::ondemand::document doc;
   if (parser.iterate(buffer.data(), message_json.size(), buffer.size() + simdjson::SIMDJSON_PADDING)

@@ -18,6 +18,7 @@
 #include "util/file.h"
 #include "util/json_scan.h"
 #include "util/kernel.h"
+#include "util/simdjson_alloc.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -424,6 +425,7 @@ bool SessionState::ParseLine(std::string_view line, bool padded_ok, Entry* e, Sp
 bool SessionState::WalkEntry(LineWalk& w, bool measure_inline, bool* gave_up, bool* is_header,
                              simdjson::ondemand::parser& parser) {
   simdjson::ondemand::document doc;
+  internal::ReserveOnDemand(parser, w.view.length());
   if (auto err = parser.iterate(w.view).get(doc)) {
     *w.error = simdjson::error_message(err);
     return false;

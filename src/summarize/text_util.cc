@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "util/simdjson_alloc.h"
 #include "util/utf8.h"
 
 namespace compactor::summarize {
@@ -82,7 +83,8 @@ simdjson::ondemand::parser& ThreadParser(std::string_view json, const char** dat
                                          size_t* capacity) {
   thread_local simdjson::ondemand::parser parser;
   thread_local simdjson::padded_string buffer;
-  if (buffer.size() < json.size()) buffer = simdjson::padded_string(json.size() * 2 + 64);
+  internal::GrowPadded(buffer, json.size());
+  internal::ReserveOnDemand(parser, json.size());
   std::memcpy(buffer.data(), json.data(), json.size());
   *data = buffer.data();
   *capacity = buffer.size() + simdjson::SIMDJSON_PADDING;

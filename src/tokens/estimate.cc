@@ -13,6 +13,7 @@
 #include "tokens/estimate_internal.h"
 #include "util/json_scan.h"
 #include "util/kernel.h"
+#include "util/simdjson_alloc.h"
 #include "util/utf8.h"
 
 namespace compactor {
@@ -472,7 +473,8 @@ template <bool kFast>
 bool CountMessage(std::string_view json, Counts* c, std::string* role_storage) {
   thread_local simdjson::ondemand::parser parser;
   thread_local simdjson::padded_string buffer;
-  if (buffer.size() < json.size()) buffer = simdjson::padded_string(json.size() * 2 + 64);
+  internal::GrowPadded(buffer, json.size());
+  internal::ReserveOnDemand(parser, json.size());
   std::memcpy(buffer.data(), json.data(), json.size());
   simdjson::ondemand::document doc;
   if (parser.iterate(buffer.data(), json.size(), buffer.size() + simdjson::SIMDJSON_PADDING)
