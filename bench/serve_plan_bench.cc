@@ -38,6 +38,7 @@ class BenchExchange : public Exchange {
   }
   const ProxyRequest& request() const override { return request_; }
   Result<std::string_view> DecodedBody() override { return std::string_view(request_.body); }
+  bool declares_tools() override { return DeclaresTools(request_.body); }
   // Read once per exchange, as the proxy does (ProxyExchange::client_request):
   // part of what is measured.
   std::shared_ptr<const ClientRequestView> client_request() override {

@@ -397,7 +397,7 @@ class CompactExchangeHook : public ExchangeHook {
 std::unique_ptr<ExchangeHook> CompactProxyHook::Begin(Exchange& ex) {
   if (PassesUnread(ex)) {
     // No tools: auxiliary (and no trigger to answer): stays out, as below.
-    if (!DeclaresTools(*ex.DecodedBody())) return nullptr;
+    if (!ex.declares_tools()) return nullptr;
     return std::make_unique<CompactExchangeHook>(this);
   }
   std::shared_ptr<const ClientRequestView> view = ex.client_request();

@@ -125,6 +125,10 @@ class Exchange {
   virtual std::shared_ptr<const ClientRequestView> client_request() = 0;
   // Whether client_request() was asked already (its answer is then free).
   virtual bool client_request_read() const { return false; }
+  // Whether the decoded body's top-level members declare tools
+  // (DeclaresTools, serve/compact_plan.h), scanned once per exchange for
+  // every hook that asks; false when the body does not decode.
+  virtual bool declares_tools() = 0;
 
   // What the compaction hook replaced in the forwarded body (the latest
   // attempt's compaction wins; nullopt: sent as the client sent it). Read by
@@ -188,6 +192,13 @@ class ExchangeHook {
   // Whether OnEvent should also see the events relayed after release
   // (usage, stop reasons); parsing costs a little on the pass-through path.
   virtual bool wants_events() const { return false; }
+  // Each piece of the answer's body as it goes to the client (after it was
+  // written; an answer complete before the proxy committed to it, just
+  // before httplib writes it), in order, every byte once, for a hook whose
+  // wants_relayed(): reading what the answer says without holding it or
+  // having the proxy split a stream into events.
+  virtual void OnRelayed(Exchange& /*ex*/, std::string_view /*bytes*/) {}
+  virtual bool wants_relayed() const { return false; }
 
   // (c) The response is complete, failed or abandoned; the record is final
   // but for the duration. Runs after the last byte was written.

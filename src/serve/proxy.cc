@@ -55,6 +55,13 @@ class ProxyExchange final : public Exchange {
   Result<std::string_view> DecodedBody() override;
   std::shared_ptr<const ClientRequestView> client_request() override;
   bool client_request_read() const override { return parsed_; }
+  bool declares_tools() override {
+    if (!declares_tools_) {
+      auto body = DecodedBody();
+      declares_tools_ = body.ok() && DeclaresTools(*body);
+    }
+    return *declares_tools_;
+  }
   void set_compaction(std::optional<ExchangeCompaction> compaction) override {
     compaction_ = std::move(compaction);
   }
@@ -87,6 +94,7 @@ class ProxyExchange final : public Exchange {
 
   void AddHook(std::unique_ptr<ExchangeHook> hook) {
     observers_ = observers_ || hook->wants_events();
+    relay_observers_ = relay_observers_ || hook->wants_relayed();
     hooks_.push_back(std::move(hook));
   }
   // Runs attempts until `res` holds the answer (or a provider relaying it).
@@ -114,6 +122,13 @@ class ProxyExchange final : public Exchange {
   void OnEvent(const SseEvent& ev, bool observe_only);
   bool CanRetry() const { return attempt_ + 1 < config_.limits.max_attempts; }
   bool WriteToClient(std::string_view data);
+  // Hands body bytes the client gets to the hooks that read them.
+  void Relayed(std::string_view data) {
+    if (!relay_observers_) return;
+    for (auto& h : hooks_) {
+      if (h->wants_relayed()) h->OnRelayed(*this, data);
+    }
+  }
   bool RelayRest(httplib::DataSink& sink, bool chunked, size_t length);
   void Commit(httplib::Response& res, const std::shared_ptr<ProxyExchange>& self);
   void CommitLocal(httplib::Response& res);
@@ -132,7 +147,9 @@ class ProxyExchange final : public Exchange {
   Connection* conn_;
   std::string root_;
   std::vector<std::unique_ptr<ExchangeHook>> hooks_;
-  bool observers_ = false;  // a hook wants every event
+  bool observers_ = false;        // a hook wants every event
+  bool relay_observers_ = false;  // a hook wants the relayed bytes
+  std::optional<bool> declares_tools_;
   std::optional<std::string> decoded_;
   bool parsed_ = false;  // client_request() was asked: view_ is final
   std::shared_ptr<const ClientRequestView> view_;
@@ -308,6 +325,7 @@ bool ProxyExchange::WriteToClient(std::string_view data) {
   }
   written_ += data.size();
   record_->bytes_out += static_cast<int64_t>(data.size());
+  Relayed(data);
   return true;
 }
 
@@ -364,6 +382,7 @@ void ProxyExchange::Commit(httplib::Response& res, const std::shared_ptr<ProxyEx
   }
   if (call_->finished()) {  // the whole answer is here (held, or small and quick)
     record_->bytes_out += static_cast<int64_t>(pending_.size());
+    Relayed(pending_);
     res.body = std::move(pending_);
     return;
   }

@@ -9,15 +9,9 @@
 #include "compactor/writer.h"
 #include "serve/compact_plan.h"
 #include "serve/http_util.h"
+#include "serve/usage_hook.h"
 
 namespace compactor::serve {
-namespace {
-
-bool IsRecordedRoute(std::string_view label) {
-  return label == "/v1/messages" || label == "/v1/responses" || label == "/v1/chat/completions";
-}
-
-}  // namespace
 
 // What the recorder knows of a conversation's session: the active path as
 // written, so the next record needs no reading.
@@ -487,20 +481,9 @@ class RecordingExchange : public ExchangeHook {
 };
 
 std::unique_ptr<ExchangeHook> RecordingHook::Begin(Exchange& ex) {
-  const ProxyRequest& req = ex.request();
-  if (req.method != "POST" || req.route.api.empty() || !IsRecordedRoute(req.route.label))
-    return nullptr;
-  // Auxiliary requests (no tools) are not recorded: the view says so when
-  // the request was read; else (the compaction hook forwards a request it
-  // cannot compact unread) the body's top-level members do, and the view,
-  // parsed once for every hook, is taken at the end.
-  if (ex.client_request_read()) {
-    std::shared_ptr<const ClientRequestView> view = ex.client_request();
-    if (view == nullptr || view->auxiliary) return nullptr;
-  } else {
-    auto body = ex.DecodedBody();
-    if (!body.ok() || !DeclaresTools(*body)) return nullptr;
-  }
+  // Auxiliary requests (no tools) are not recorded. When the request was
+  // not read yet, its view, parsed once for every hook, is taken at the end.
+  if (!IsConversationRequest(ex)) return nullptr;
   return std::make_unique<RecordingExchange>(recorder_);
 }
 

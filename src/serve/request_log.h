@@ -39,8 +39,10 @@ struct RequestRecord {
   std::string error;           // why the proxy failed the request, redacted
 
   // --- filled by hooks (the compaction pipeline) ---------------------------
-  std::optional<int64_t> tokens_in;   // input tokens (upstream usage, else estimate)
-  std::optional<int64_t> tokens_out;  // output tokens (upstream usage)
+  // The upstream's usage (serve/usage_hook.h): every input token the model
+  // read, cache included, and the output tokens; unset when not reported.
+  std::optional<int64_t> tokens_in;
+  std::optional<int64_t> tokens_out;
   bool compacted = false;
   std::optional<int64_t> tokens_before;  // estimate of the client's request
   std::optional<int64_t> tokens_after;   // estimate of what was forwarded

@@ -6,6 +6,7 @@
 #include "serve/api.h"
 #include "serve/compact_hook.h"
 #include "serve/content_encoding.h"
+#include "serve/usage_hook.h"
 #include "serve/viewer.h"
 
 namespace compactor::serve {
@@ -91,6 +92,9 @@ Server::Server(ServeOptions options, RequestLog::Sink log_sink)
   compact.durable_summaries = &durable_summaries_;
   compact.max_conversations = options_.max_conversations;
   proxy_.AddHook(NewCompactHook(std::move(compact)));
+  // Before the recorder (added by the service API): it records the usage
+  // this hook puts in the log record.
+  proxy_.AddHook(NewUsageHook());
 }
 
 Server::~Server() { Shutdown(); }

@@ -538,6 +538,44 @@ TEST_F(ServeApiTest, ErrorAnswersAreRecordedAuxiliaryRequestsAreNot) {
   EXPECT_EQ(Messages(Get(kSessions + "/" + session + "/context").body), Normalized(Expected(body)));
 }
 
+// The upstream's usage is recorded with each answer (a compactor.usage
+// custom entry, outside the context), as the upstream reported it: streamed
+// or not.
+TEST_F(ServeApiTest, TheUpstreamsUsageIsRecordedWithEachAnswer) {
+  StartService();
+  const std::vector<std::pair<std::string, std::string>> headers = {
+      {"anthropic-version", "2023-06-01"}, {"x-claude-code-session-id", "usage-1"}};
+  RawResponse first = Post("/v1/messages", AnthropicRequest(2, 10).dump(), headers);
+  ASSERT_EQ(first.status, 200) << first.body;
+  const Json usage = Json::parse(first.body)["usage"];
+  Json streamed = AnthropicRequest(3, 10);
+  streamed["stream"] = true;
+  ASSERT_EQ(Post("/v1/messages", streamed.dump(), headers).status, 200);
+  Settle();
+  const std::string id = first.Header("x-compactor-session");
+  ASSERT_FALSE(id.empty());
+  std::vector<Json> recorded;
+  for (int i = 0; i < 500 && recorded.size() < 2; ++i) {
+    service_->recorder().Flush();
+    recorded.clear();
+    std::string text = Get(kSessions + "/" + id + "/export").body;
+    for (size_t b = 0, e; b < text.size(); b = e + 1) {
+      e = text.find('\n', b);
+      if (e == std::string::npos) e = text.size();
+      Json entry = Json::parse(text.substr(b, e - b), nullptr, false);
+      if (entry.is_object() && entry.value("customType", "") == "compactor.usage")
+        recorded.push_back(entry["data"]);
+    }
+    if (recorded.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(recorded.size(), 2u);
+  EXPECT_EQ(recorded[0]["inputTokens"], usage["input_tokens"]);
+  EXPECT_EQ(recorded[0]["outputTokens"], usage["output_tokens"]);
+  EXPECT_GT(recorded[1]["inputTokens"].get<int64_t>(), 0);
+  EXPECT_GT(recorded[1]["outputTokens"].get<int64_t>(), 0);
+  EXPECT_EQ(recorded[1]["model"], "claude-sonnet-4-5");
+}
+
 // x-compactor-session names the recorded session: the API opens it, and its
 // context is what the proxy sent upstream for the latest request (the
 // proxy's summary as a compaction, then the messages it kept).
