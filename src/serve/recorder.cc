@@ -7,7 +7,6 @@
 
 #include "compactor/js_json.h"
 #include "compactor/writer.h"
-#include "serve/compact_plan.h"
 #include "serve/http_util.h"
 #include "serve/usage_hook.h"
 
