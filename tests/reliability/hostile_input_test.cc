@@ -399,21 +399,30 @@ TEST(HostileInput, StdinIsBoundedAndReadWhole) {
   EXPECT_EQ(exact.exit_code, 0) << exact.err;
 }
 
+// Runs `compactor ARGS` on FIFO while a writer feeds it SRC. The writer gets
+// the FIFO open (read-write, which never blocks on Linux) before it forks, so
+// it is a writer before the CLI opens the FIFO: a writer that opened later
+// would let the CLI see a FIFO without writers, which is an empty file. The
+// writer also holds a read end, so it never gets SIGPIPE; once the CLI is done
+// it is killed, because with the CLI gone nobody reads what it still has.
+RunResult ReadFifoWhileFed(const std::string& fifo, const std::string& src,
+                           const std::string& args) {
+  return RunShell("exec 3<>" + Quote(fifo) + "; cat " + Quote(src) + " >&3 & w=$!; exec 3>&-; " +
+                  Quote(COMPACTOR_CLI_PATH) + " " + args +
+                  "; rc=$?; kill $w 2>/dev/null; wait $w 2>/dev/null; exit $rc");
+}
+
 TEST(HostileInput, FifoSessionsAreReadUpToTheLimit) {
   TempDir d;
   const std::string fifo = d.path() + "/s.fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const std::string cli = COMPACTOR_CLI_PATH;
   const std::string src = d.Write("big.jsonl", Session(2000, 1500));  // ~4 MB
-  // A writer that stops on its own when the reader goes away (SIGPIPE).
-  RunResult r = RunShell("cat " + Quote(src) + " >" + Quote(fifo) + " & exec " + Quote(cli) +
-                         " stats " + Quote(fifo) + " --input-limit-mib 1");
+  RunResult r = ReadFifoWhileFed(fifo, src, "stats " + Quote(fifo) + " --input-limit-mib 1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "compactor: " + fifo +
                        ": more than 1 MiB from a pipe, FIFO or device (the input limit, "
                        "--input-limit-mib)\n");
-  RunResult ok = RunShell("cat " + Quote(src) + " >" + Quote(fifo) + " & exec " + Quote(cli) +
-                          " stats " + Quote(fifo) + " --json");
+  RunResult ok = ReadFifoWhileFed(fifo, src, "stats " + Quote(fifo) + " --json");
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(nlohmann::json::parse(ok.out)["entries"], 2000);
   // No writer at all: empty, at once.

@@ -562,8 +562,13 @@ TEST(SessionOpen, ReadsAPipeAndNeverHangsOnAFifo) {
     ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
     ::close(fd);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the writer is waiting
+  // Until the writer is in its open(), the FIFO has no writer and reads as
+  // empty; once it is, it stays a writer until it has written.
   auto s = Session::Open(fifo);
+  for (int i = 0; i < 200 && !s.ok() && s.status().code() == StatusCode::kCorruption; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    s = Session::Open(fifo);
+  }
   writer.join();
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ((*s)->size(), 1u);
