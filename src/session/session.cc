@@ -891,7 +891,12 @@ Status SessionState::Load() {
         return Status::Corruption(path + ": no session header found");
       }
       const HeaderFields& hf = c.header_fields;
-      header.version = hf.version < 1 ? 1 : static_cast<int>(hf.version);
+      // A version beyond int (fuzzing found 1768900849452, a timestamp) is
+      // as current as 3 to pi's `version < N` checks: saturated, not
+      // converted (out of range, the conversion is undefined).
+      header.version = hf.version < 1                  ? 1
+                       : hf.version >= double(INT_MAX) ? INT_MAX
+                                                       : static_cast<int>(hf.version);
       header.cwd = hf.cwd;
       header.parent_session = hf.parent_session;
       header.id = c.header_entry.id;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <thread>
 
 #include "compactor/context.h"
@@ -256,6 +257,20 @@ TEST(Session, MigratesV1InMemoryLikePi) {
   ASSERT_TRUE(ctx.ok());
   ASSERT_EQ(ctx->messages.size(), 3u);  // summary, kept assistant, later user
   EXPECT_EQ(ctx->messages[0].role, Role::kCompactionSummary);
+}
+
+// A header version beyond int (a timestamp written there) is current: no
+// migration, the header kept as written.
+TEST(Session, AVersionBeyondIntIsCurrent) {
+  const std::string header =
+      R"({"type":"session","version":1768900849452,"id":"big","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"})";
+  auto s = MustLoad(header + "\n" + Msg("a", "", "user", "one") + "\n");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->migrated());
+  EXPECT_EQ(s->header().version, INT_MAX);
+  EXPECT_EQ(s->HeaderJson(), header);
+  ASSERT_EQ(s->size(), 1u);
+  EXPECT_EQ(s->entry(0).id, "a");
 }
 
 TEST(Session, MigratesV2HookMessageToCustom) {
