@@ -39,6 +39,13 @@ class BenchExchange : public Exchange {
   const ProxyRequest& request() const override { return request_; }
   Result<std::string_view> DecodedBody() override { return std::string_view(request_.body); }
   bool declares_tools() override { return DeclaresTools(request_.body); }
+  const std::optional<std::string>& named_conversation() override {
+    if (!named_) {
+      named_ = NamedConversationId(*FindProviderApi(request_.route.api), request_.body,
+                                   request_.headers);
+    }
+    return *named_;
+  }
   // Read once per exchange, as the proxy does (ProxyExchange::client_request):
   // part of what is measured.
   std::shared_ptr<const ClientRequestView> client_request() override {
@@ -71,6 +78,7 @@ class BenchExchange : public Exchange {
 
  private:
   ProxyRequest request_;
+  std::optional<std::optional<std::string>> named_;
   bool parsed_ = false;
   std::shared_ptr<const ClientRequestView> view_;
   std::optional<ExchangeCompaction> compaction_;

@@ -332,8 +332,11 @@ class CompactExchangeHook : public ExchangeHook {
         id_(view_->conversation_id),
         answer_trigger_(answer_trigger) {}
   // A request forwarded unread (CompactProxyHook::PassesUnread): read in
-  // AfterForward, while the upstream works on it.
-  explicit CompactExchangeHook(CompactProxyHook* owner) : owner_(owner), unread_(true) {}
+  // AfterForward, while the upstream works on it, or once the answer is out
+  // when the client names its conversation (the session header needs
+  // nothing more), unless an overflow retry or the held stream needs it.
+  CompactExchangeHook(CompactProxyHook* owner, const ProviderApi* api)
+      : owner_(owner), api_(api), unread_(true) {}
 
   void BeforeForward(Exchange& ex) override;
   void AfterForward(Exchange& ex) override;
@@ -351,6 +354,16 @@ class CompactExchangeHook : public ExchangeHook {
   bool MayRetry(const Exchange& ex) const { return ex.attempt() < 2; }
   // Names the conversation's session on the response and in the log.
   void AddSession(Exchange& ex);
+  // Reads a request forwarded unread, once: its view, or null when the hook
+  // turns out to have no part in it (no view, auxiliary).
+  const ClientRequestView* ReadUnread(Exchange& ex);
+  // What BeforeForward does to a request that needs no change: the
+  // conversation's summary state looked at (a summary prepared ahead may
+  // start), the reason it was not compacted logged.
+  void LookAtConversation(Exchange& ex, const ClientRequest& request);
+  // The stream parser of a held stream, made (and the request read) when
+  // first needed; null when the hook has no part in the request.
+  ProviderStreamParser* Parser(Exchange& ex);
   // Adds x-compactor-compacted for the attempt the client gets (once: a
   // dropped attempt's compaction is not reported).
   void Report(Exchange& ex) {
@@ -381,6 +394,8 @@ class CompactExchangeHook : public ExchangeHook {
   // request turned out to be none the hook joins (no view, auxiliary).
   bool unread_ = false;
   bool out_ = false;
+  bool looked_ = false;       // the conversation's state was looked at (Compact ran)
+  bool hold_stream_ = false;  // this attempt's stream is held: parsed when needed
   std::optional<ClientRequest> expanded_;
   int status_ = 0;
   int harder_ = 0;  // overflow retries asked for
@@ -398,7 +413,7 @@ std::unique_ptr<ExchangeHook> CompactProxyHook::Begin(Exchange& ex) {
   if (PassesUnread(ex)) {
     // No tools: auxiliary (and no trigger to answer): stays out, as below.
     if (!ex.declares_tools()) return nullptr;
-    return std::make_unique<CompactExchangeHook>(this);
+    return std::make_unique<CompactExchangeHook>(this, FindProviderApi(ex.request().route.api));
   }
   std::shared_ptr<const ClientRequestView> view = ex.client_request();
   if (view == nullptr) return nullptr;
@@ -511,23 +526,24 @@ void CompactExchangeHook::AddSession(Exchange& ex) {
   headers_added_ = true;
 }
 
-// The request went upstream as the client sent it; now it is read, and what
-// BeforeForward would have done is done: the session named, the
-// conversation's summary state looked at (a summary prepared ahead may
-// start). The bound that let it go unread puts it under every threshold:
-// Compact finds nothing to compact.
-void CompactExchangeHook::AfterForward(Exchange& ex) {
-  if (!unread_ || view_ != nullptr || out_) return;
-  view_ = ex.client_request();
-  if (view_ == nullptr || view_->auxiliary) {
+const ClientRequestView* CompactExchangeHook::ReadUnread(Exchange& ex) {
+  if (view_ != nullptr || out_) return view_.get();
+  std::shared_ptr<const ClientRequestView> view = ex.client_request();
+  if (view == nullptr || view->auxiliary) {
     out_ = true;  // as when Begin stays out
-    view_.reset();
-    return;
+    return nullptr;
   }
-  api_ = view_->api;
-  id_ = view_->conversation_id;
-  AddSession(ex);
-  Compaction c = owner_->Compact(ex, *api_, request(), id_, 0);
+  api_ = view->api;
+  id_ = view->conversation_id;
+  if (!headers_added_) AddSession(ex);
+  view_ = std::move(view);
+  return view_.get();
+}
+
+// (A request forwarded unread has no proxy compaction item to expand.)
+void CompactExchangeHook::LookAtConversation(Exchange& ex, const ClientRequest& request) {
+  looked_ = true;
+  Compaction c = owner_->Compact(ex, *api_, request, id_, 0);
   // Cannot happen (the bound is an upper bound of the estimate); would be
   // a bug of RequestTokensBound, made visible in the log.
   if (c.plan)
@@ -535,8 +551,27 @@ void CompactExchangeHook::AfterForward(Exchange& ex) {
   Explain(ex, c);
 }
 
+// The request went upstream as the client sent it. The bound that let it go
+// unread puts it under every threshold: Compact finds nothing to compact,
+// and only the session header must precede the answer. When the client
+// names its conversation, that is all that is done here: the request is read
+// (and the conversation looked at) once the answer is out, in OnComplete,
+// off the client's wait. Otherwise it is read now, while the upstream works.
+void CompactExchangeHook::AfterForward(Exchange& ex) {
+  if (!unread_ || view_ != nullptr || out_ || headers_added_) return;
+  if (!Observing()) {
+    if (const std::optional<std::string>& named = ex.named_conversation()) {
+      id_ = *named;
+      AddSession(ex);
+      return;
+    }
+  }
+  if (const ClientRequestView* view = ReadUnread(ex)) LookAtConversation(ex, view->request);
+}
+
 void CompactExchangeHook::BeforeForward(Exchange& ex) {
-  if (unread_ && view_ == nullptr) return;  // attempt 0 (AfterForward reads it), or out_
+  // Attempt 0 goes unread; a retry reads it (AfterForward may have).
+  if (unread_ && (ex.attempt() == 0 || ReadUnread(ex) == nullptr)) return;
   if (!headers_added_) {
     AddSession(ex);
     if (api_->name() == "openai-responses" && !ExpandProxyItems(ex)) return;
@@ -546,6 +581,7 @@ void CompactExchangeHook::BeforeForward(Exchange& ex) {
     }
   }
   if (ex.attempt() > 0 && harder_ == 0) return;  // a retry of something else
+  looked_ = true;
   Compaction c = owner_->Compact(ex, *api_, request(), id_, harder_);
   if (c.plan) {
     Apply(ex, std::move(*c.plan));
@@ -555,6 +591,17 @@ void CompactExchangeHook::BeforeForward(Exchange& ex) {
   // client sent it (with the proxy's own compaction items expanded).
   if (expanded_ && ex.attempt() == 0) ex.ReplaceBody(request().body);
   Explain(ex, c);
+}
+
+ProviderStreamParser* CompactExchangeHook::Parser(Exchange& ex) {
+  const ClientRequestView* view = parser_ == nullptr ? ReadUnread(ex) : nullptr;
+  if (view != nullptr) {
+    ModelConfig model;
+    model.api = std::string(api_->name());
+    model.model_id = view->request.model;
+    parser_ = api_->NewStreamParser(model);
+  }
+  return out_ ? nullptr : parser_.get();
 }
 
 // What an SSE event's name says to a response held for the in-stream
@@ -581,13 +628,8 @@ HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead
   parser_.reset();
   const bool ok = head.status / 100 == 2;
   const bool retry = MayRetry(ex);
-  if (ok && head.event_stream && (retry || Observing())) {
-    ModelConfig model;
-    model.api = std::string(api_->name());
-    model.model_id = request().model;
-    parser_ = api_->NewStreamParser(model);
-  }
-  if (retry && (head.status >= 400 || parser_ != nullptr)) return HeadVerdict::kHold;
+  hold_stream_ = ok && head.event_stream && (retry || Observing());
+  if (retry && (head.status >= 400 || hold_stream_)) return HeadVerdict::kHold;
   Report(ex);
   // The store's seam wants the usage of a whole (non-stream) answer.
   if (ok && !head.event_stream && Observing()) return HeadVerdict::kHold;
@@ -596,7 +638,7 @@ HeadVerdict CompactExchangeHook::OnResponseHead(Exchange& ex, const ResponseHead
 
 EventVerdict CompactExchangeHook::OnEvent(Exchange& ex, const SseEvent& event) {
   if (out_) return EventVerdict::kRelease;
-  if (parser_ == nullptr) {
+  if (!hold_stream_) {
     Report(ex);
     return EventVerdict::kRelease;
   }
@@ -614,7 +656,9 @@ EventVerdict CompactExchangeHook::OnEvent(Exchange& ex, const SseEvent& event) {
         break;
     }
   }
-  StreamEventInfo info = parser_->OnEvent(event.name, event.data);
+  ProviderStreamParser* parser = Parser(ex);
+  if (parser == nullptr) return EventVerdict::kRelease;  // read as auxiliary: out
+  StreamEventInfo info = parser->OnEvent(event.name, event.data);
   if (info.usage_reported) {
     usage_ = info.usage;
     usage_reported_ = true;
@@ -653,6 +697,10 @@ BodyVerdict CompactExchangeHook::OnBody(Exchange& ex, std::string_view body) {
 }
 
 void CompactExchangeHook::OnComplete(Exchange& ex) {
+  // Read after the answer (AfterForward): what BeforeForward does.
+  if (unread_ && !looked_) {
+    if (const ClientRequestView* view = ReadUnread(ex)) LookAtConversation(ex, view->request);
+  }
   if (!Observing() || out_ || view_ == nullptr) return;
   ForwardedExchange f;
   f.conversation_id = id_;

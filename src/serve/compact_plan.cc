@@ -93,15 +93,31 @@ int64_t SmallestBuiltinContextWindow() {
   return least;
 }
 
-std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
-                           const HeaderList& headers) {
-  std::string prefix = std::string(api.name()) + ":";
-  auto hint = request.hints.find("prompt_cache_key");
-  if (hint != request.hints.end() && !hint->second.empty()) return prefix + "key:" + hint->second;
+namespace {
+
+// The id of the client's session header, the second of ConversationId's rules.
+std::optional<std::string> SessionHeaderId(std::string_view api, const HeaderList& headers) {
   for (std::string_view name : {"x-claude-code-session-id", "session-id", "session_id"}) {
     std::string_view v = HeaderValue(headers, name);
-    if (!v.empty()) return prefix + "session:" + std::string(v);
+    if (!v.empty()) return std::string(api) + ":session:" + std::string(v);
   }
+  return std::nullopt;
+}
+
+// The APIs whose request reader keeps the body's prompt_cache_key as a hint
+// (src/providers/openai_responses.cc and openai_chat.cc).
+bool ReadsPromptCacheKey(std::string_view api) {
+  return api == "openai-responses" || api == "openai-chat";
+}
+
+}  // namespace
+
+std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
+                           const HeaderList& headers) {
+  auto hint = request.hints.find("prompt_cache_key");
+  if (hint != request.hints.end() && !hint->second.empty())
+    return std::string(api.name()) + ":key:" + hint->second;
+  if (auto id = SessionHeaderId(api.name(), headers)) return *id;
   // The first message as pi reads it: cache_control markers, which clients
   // move from request to request, are not part of it. The tools are left
   // out: clients add tools during a conversation (an MCP server that
@@ -113,7 +129,29 @@ std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
     for (const std::string& m : api.ClientItemMessages(request, i)) h = Fnv1a(m, h);
     break;
   }
-  return prefix + "hash:" + Hex(h);
+  return std::string(api.name()) + ":hash:" + Hex(h);
+}
+
+std::optional<std::string> NamedConversationId(const ProviderApi& api, std::string_view body,
+                                               const HeaderList& headers) {
+  if (!ReadsPromptCacheKey(api.name())) return SessionHeaderId(api.name(), headers);
+  std::vector<internal::JsonMember> members = internal::ScanObjectMembers(body);
+  if (members.empty()) return std::nullopt;
+  std::string_view key;
+  int keys = 0;
+  for (const internal::JsonMember& m : members) {
+    if (m.raw_key.find('\\') != std::string_view::npos) return std::nullopt;
+    if (m.raw_key != "prompt_cache_key") continue;
+    key = body.substr(m.value_begin, m.value_end - m.value_begin);
+    ++keys;
+  }
+  if (keys > 1) return std::nullopt;  // which one the reader takes is its parser's choice
+  if (keys == 0 || key == "null" || key == "\"\"") return SessionHeaderId(api.name(), headers);
+  if (key.size() < 2 || key.front() != '"' || key.back() != '"' ||
+      key.find('\\') != std::string_view::npos) {
+    return std::nullopt;  // a number, an object, an escape: as the reader decodes it
+  }
+  return std::string(api.name()) + ":key:" + std::string(key.substr(1, key.size() - 2));
 }
 
 bool IsAuxiliaryRequest(const ClientRequest& request) { return request.tools.empty(); }

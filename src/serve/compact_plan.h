@@ -43,6 +43,16 @@ int64_t SmallestBuiltinContextWindow();
 std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
                            const HeaderList& headers);
 
+// ConversationId for a request whose client names its conversation, from
+// the body's top-level members and the headers alone (no parse): the APIs
+// that read a prompt_cache_key take it from the top-level member of that
+// exact key. nullopt when only reading the request can tell: no id sent, or
+// a top-level key escaped, a prompt_cache_key repeated or other than a plain
+// string, a body that is no object. Equal to ConversationId of the request
+// `api` reads from `body` whenever it reads one.
+std::optional<std::string> NamedConversationId(const ProviderApi& api, std::string_view body,
+                                               const HeaderList& headers);
+
 // Whether a request is auxiliary (titles, quota checks): no tools.
 bool IsAuxiliaryRequest(const ClientRequest& request);
 

@@ -129,6 +129,11 @@ class Exchange {
   // (DeclaresTools, serve/compact_plan.h), scanned once per exchange for
   // every hook that asks; false when the body does not decode.
   virtual bool declares_tools() = 0;
+  // The conversation's id when the client names it in its headers or the
+  // body's top-level members (NamedConversationId, serve/compact_plan.h):
+  // the view's conversation_id, known without reading the request. Worked
+  // out once per exchange; nullopt when only client_request() can tell.
+  virtual const std::optional<std::string>& named_conversation() = 0;
 
   // What the compaction hook replaced in the forwarded body (the latest
   // attempt's compaction wins; nullopt: sent as the client sent it). Read by

@@ -62,6 +62,15 @@ class ProxyExchange final : public Exchange {
     }
     return *declares_tools_;
   }
+  const std::optional<std::string>& named_conversation() override {
+    if (!named_) {
+      named_.emplace();
+      const ProviderApi* api = FindProviderApi(request_.route.api);
+      auto body = DecodedBody();
+      if (api != nullptr && body.ok()) *named_ = NamedConversationId(*api, *body, request_.headers);
+    }
+    return *named_;
+  }
   void set_compaction(std::optional<ExchangeCompaction> compaction) override {
     compaction_ = std::move(compaction);
   }
@@ -150,6 +159,7 @@ class ProxyExchange final : public Exchange {
   bool observers_ = false;        // a hook wants every event
   bool relay_observers_ = false;  // a hook wants the relayed bytes
   std::optional<bool> declares_tools_;
+  std::optional<std::optional<std::string>> named_;  // outer: worked out yet
   std::optional<std::string> decoded_;
   bool parsed_ = false;  // client_request() was asked: view_ is final
   std::shared_ptr<const ClientRequestView> view_;

@@ -451,8 +451,14 @@ class RecordingExchange : public ExchangeHook {
   ~RecordingExchange() override { recorder_->Cancel(place_); }
 
   // Before the client can see the answer: the record's place among its
-  // conversation's records (ConversationRecorder::Reserve).
+  // conversation's records (ConversationRecorder::Reserve), by the id the
+  // client names it by when it does (the request is then read after the
+  // answer, in OnComplete).
   void AfterForward(Exchange& ex) override {
+    if (const std::optional<std::string>& named = ex.named_conversation()) {
+      place_ = recorder_->Reserve(*named);
+      return;
+    }
     std::shared_ptr<const ClientRequestView> view = ex.client_request();
     if (view != nullptr && !view->auxiliary) place_ = recorder_->Reserve(view->conversation_id);
   }

@@ -147,6 +147,53 @@ TEST(ConversationIdTest, ClientIdElseHashOfLeadingContent) {
   EXPECT_TRUE(serve::IsAuxiliaryRequest(Read("anthropic", aux)));
 }
 
+// The id a request is known by before it is read (the session header the
+// proxy answers with, the recorder's place) is the id its read gives: for
+// each API, with the key members each reads or ignores, and whatever headers.
+TEST(ConversationIdTest, NamedWithoutReadingIsTheReadId) {
+  const std::vector<std::string> members = {
+      "",  // no key member
+      R"("prompt_cache_key":"k-1",)",
+      R"("prompt_cache_key":"",)",
+      R"("prompt_cache_key":null,)",
+      R"("prompt_cache_key":42,)",
+      R"("prompt_cache_key":"a\"b",)",
+      R"("prompt\u005fcache_key":"escaped",)",
+      R"("prompt_cache_key":"one","prompt_cache_key":"two",)",
+      R"("metadata":{"prompt_cache_key":"nested"},)",
+  };
+  const std::vector<serve::HeaderList> headers = {
+      {}, {{"X-Claude-Code-Session-Id", "s-1"}}, {{"session_id", "s-2"}}};
+  const std::vector<ApiCase> apis = {{"anthropic", AnthropicRequest},
+                                     {"openai-responses", ResponsesRequest},
+                                     {"openai-chat", ChatRequest}};
+  int named = 0;
+  for (const ApiCase& c : apis) {
+    const ProviderApi& api = *FindProviderApi(c.api);
+    const std::string base = c.make(2, 5).dump();
+    for (const std::string& m : members) {
+      const std::string body = "{" + m + base.substr(1);
+      auto read = ReadClientRequest(c.api, body);
+      ASSERT_TRUE(read.ok()) << read.status().ToString() << "\n" << body;
+      for (const serve::HeaderList& h : headers) {
+        std::optional<std::string> id = serve::NamedConversationId(api, body, h);
+        if (!id) continue;
+        ++named;
+        EXPECT_EQ(*id, serve::ConversationId(api, *read, h)) << c.api << " " << m;
+      }
+    }
+  }
+  // Named without reading: every header case of Anthropic (9 bodies x 2) and,
+  // for the other two, a plain key (3 header cases) and a header with no key,
+  // an empty or null key, or a nested one (4 bodies x 2): 18 + 2 x 11.
+  EXPECT_EQ(named, 40);
+  // Nothing to name it by: only a read tells.
+  const ProviderApi& responses = *FindProviderApi("openai-responses");
+  EXPECT_FALSE(serve::NamedConversationId(responses, ResponsesRequest(2, 5).dump(), {}));
+  EXPECT_FALSE(serve::NamedConversationId(responses, "not json", {{"session_id", "s"}}));
+  EXPECT_FALSE(serve::NamedConversationId(*FindProviderApi("anthropic"), "{}", {}));
+}
+
 // The bound a request is forwarded unread by (the compaction hook, before
 // reading it): never under pi's estimate, for each API's ordinary requests
 // and for bodies built to make the estimate large for their size.
@@ -368,6 +415,41 @@ TEST_F(ServeCompactTest, HttpOverflowIsRecoveredByCompactingAndRetrying) {
   for (const auto& [name, value] : res->headers)
     compacted_headers += name == "x-compactor-compacted";
   EXPECT_EQ(compacted_headers, 1);
+}
+
+// A request whose client names its conversation goes unread until its
+// answer is out; an overflow, in the answer's head or in its stream, has it
+// read for the retry, which is compacted as any other.
+TEST_F(ServeCompactTest, ANamedRequestForwardedUnreadIsReadWhenItOverflows) {
+  StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
+  Fields headers = kAnthropicHeaders;
+  headers.emplace_back("x-claude-code-session-id", "named-1");
+  Json req = AnthropicRequest(30, 120);
+  ASSERT_LE(*serve::RequestTokensBound(req.dump()), 100'000);  // forwarded unread
+  ScriptedReply in_stream;
+  in_stream.headers = {{"content-type", "text/event-stream"}};
+  in_stream.pieces = {
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+      "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\","
+      "\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+      "\"message\":\"prompt is too long: 250000 tokens > 200000 maximum\"}}\n\n"};
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "in the stream" : "in the head");
+    upstream_.Push(stream ? in_stream : OverflowReply());
+    req["stream"] = stream;
+    const std::string body = req.dump();
+    const size_t before = upstream_.request_count();
+    auto res = Fetch(port_, "POST", "/v1/messages", headers, body);
+    ASSERT_TRUE(res.has_value());
+    EXPECT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(res->body.find("prompt is too long"), std::string::npos) << res->body;
+    EXPECT_EQ(res->Header("x-compactor-session"), "anthropic:session:named-1");
+    EXPECT_FALSE(res->Header("x-compactor-compacted").empty());
+    ASSERT_EQ(upstream_.request_count(), before + 2);
+    EXPECT_EQ(upstream_.requests()[before].body, body);
+    EXPECT_LT(upstream_.requests()[before + 1].body.size(), body.size());
+  }
 }
 
 TEST_F(ServeCompactTest, OverflowRecoveryGivesUpAfterTwoRetries) {
