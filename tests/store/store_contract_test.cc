@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,10 +30,16 @@ std::string Header(const std::string& id) {
          R"(","timestamp":"2026-01-01T10:00:00.000Z","cwd":"/w"})";
 }
 
+// 10:MM:SS on 2026-01-01, `second` seconds after 10:00 (under an hour).
+std::string Timestamp(int second) {
+  char ts[64];  // room for any two ints: no truncation to warn of
+  std::snprintf(ts, sizeof ts, "2026-01-01T10:%02d:%02d.000Z", second / 60 % 60, second % 60);
+  return ts;
+}
+
 std::string Custom(const std::string& id, const std::string& parent, int second = 1) {
   std::string p = parent.empty() ? "null" : "\"" + parent + "\"";
-  char ts[32];
-  std::snprintf(ts, sizeof ts, "2026-01-01T10:%02d:%02d.000Z", second / 60, second % 60);
+  const std::string ts = Timestamp(second);
   return R"({"type":"custom","id":")" + id + R"(","parentId":)" + p + R"(,"timestamp":")" + ts +
          R"(","customType":"x"})";
 }
@@ -40,8 +47,7 @@ std::string Custom(const std::string& id, const std::string& parent, int second 
 std::string User(const std::string& id, const std::string& parent, const std::string& text,
                  int second = 1) {
   std::string p = parent.empty() ? "null" : "\"" + parent + "\"";
-  char ts[32];
-  std::snprintf(ts, sizeof ts, "2026-01-01T10:%02d:%02d.000Z", second / 60, second % 60);
+  const std::string ts = Timestamp(second);
   return R"({"type":"message","id":")" + id + R"(","parentId":)" + p + R"(,"timestamp":")" + ts +
          R"(","message":{"role":"user","content":")" + text + R"(","timestamp":1}})";
 }
