@@ -401,6 +401,20 @@ ScriptedReply OverflowReply() {
   return r;
 }
 
+// An Anthropic stream that reports an overflow after message_start, before
+// any content.
+ScriptedReply InStreamOverflowReply() {
+  ScriptedReply r;
+  r.headers = {{"content-type", "text/event-stream"}};
+  r.pieces = {
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+      "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\","
+      "\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+      "\"message\":\"prompt is too long: 250000 tokens > 200000 maximum\"}}\n\n"};
+  return r;
+}
+
 TEST_F(ServeCompactTest, HttpOverflowIsRecoveredByCompactingAndRetrying) {
   StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
   upstream_.Push(OverflowReply());
@@ -426,17 +440,9 @@ TEST_F(ServeCompactTest, ANamedRequestForwardedUnreadIsReadWhenItOverflows) {
   headers.emplace_back("x-claude-code-session-id", "named-1");
   Json req = AnthropicRequest(30, 120);
   ASSERT_LE(*serve::RequestTokensBound(req.dump()), 100'000);  // forwarded unread
-  ScriptedReply in_stream;
-  in_stream.headers = {{"content-type", "text/event-stream"}};
-  in_stream.pieces = {
-      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
-      "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\","
-      "\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
-      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
-      "\"message\":\"prompt is too long: 250000 tokens > 200000 maximum\"}}\n\n"};
   for (bool stream : {false, true}) {
     SCOPED_TRACE(stream ? "in the stream" : "in the head");
-    upstream_.Push(stream ? in_stream : OverflowReply());
+    upstream_.Push(stream ? InStreamOverflowReply() : OverflowReply());
     req["stream"] = stream;
     const std::string body = req.dump();
     const size_t before = upstream_.request_count();
@@ -465,16 +471,9 @@ TEST_F(ServeCompactTest, OverflowRecoveryGivesUpAfterTwoRetries) {
 
 TEST_F(ServeCompactTest, InStreamOverflowBeforeContentIsRetried) {
   StartProxy([](ServeOptions& o) { o.summarizer = "offline"; });
-  ScriptedReply r;
-  r.headers = {{"content-type", "text/event-stream"}};
-  r.pieces = {
-      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
-      "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\","
-      "\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
-      // Held by its name alone (neither content nor an error), as message_start.
-      "event: ping\ndata: {\"type\":\"ping\"}\n\n",
-      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
-      "\"message\":\"prompt is too long: 250000 tokens > 200000 maximum\"}}\n\n"};
+  ScriptedReply r = InStreamOverflowReply();
+  // Held by its name alone (neither content nor an error), as message_start.
+  r.pieces.insert(r.pieces.begin() + 1, "event: ping\ndata: {\"type\":\"ping\"}\n\n");
   upstream_.Push(r);
   Json req = AnthropicRequest(30, 120);
   req["stream"] = true;
