@@ -38,13 +38,17 @@ class BenchExchange : public Exchange {
   }
   const ProxyRequest& request() const override { return request_; }
   Result<std::string_view> DecodedBody() override { return std::string_view(request_.body); }
-  bool declares_tools() override { return DeclaresTools(request_.body); }
+  // One scan of the top-level members per exchange, as the proxy does.
+  bool declares_tools() override { return Outline().declares_tools; }
   const std::optional<std::string>& named_conversation() override {
-    if (!named_) {
-      named_ = NamedConversationId(*FindProviderApi(request_.route.api), request_.body,
-                                   request_.headers);
+    return Outline().named_conversation;
+  }
+  const RequestOutline& Outline() {
+    if (!outline_) {
+      outline_ =
+          OutlineRequest(FindProviderApi(request_.route.api), request_.body, request_.headers);
     }
-    return *named_;
+    return *outline_;
   }
   // Read once per exchange, as the proxy does (ProxyExchange::client_request):
   // part of what is measured.
@@ -78,7 +82,7 @@ class BenchExchange : public Exchange {
 
  private:
   ProxyRequest request_;
-  std::optional<std::optional<std::string>> named_;
+  std::optional<RequestOutline> outline_;
   bool parsed_ = false;
   std::shared_ptr<const ClientRequestView> view_;
   std::optional<ExchangeCompaction> compaction_;

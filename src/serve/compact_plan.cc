@@ -132,10 +132,13 @@ std::string ConversationId(const ProviderApi& api, const ClientRequest& request,
   return std::string(api.name()) + ":hash:" + Hex(h);
 }
 
-std::optional<std::string> NamedConversationId(const ProviderApi& api, std::string_view body,
-                                               const HeaderList& headers) {
+namespace {
+
+// NamedConversationId on the body's scanned top-level members.
+std::optional<std::string> NamedIn(const ProviderApi& api, std::string_view body,
+                                   const std::vector<internal::JsonMember>& members,
+                                   const HeaderList& headers) {
   if (!ReadsPromptCacheKey(api.name())) return SessionHeaderId(api.name(), headers);
-  std::vector<internal::JsonMember> members = internal::ScanObjectMembers(body);
   if (members.empty()) return std::nullopt;
   std::string_view key;
   int keys = 0;
@@ -154,13 +157,32 @@ std::optional<std::string> NamedConversationId(const ProviderApi& api, std::stri
   return std::string(api.name()) + ":key:" + std::string(key.substr(1, key.size() - 2));
 }
 
-bool IsAuxiliaryRequest(const ClientRequest& request) { return request.tools.empty(); }
-
-bool DeclaresTools(std::string_view body) {
-  for (const internal::JsonMember& m : internal::ScanObjectMembers(body)) {
+bool ToolsIn(const std::vector<internal::JsonMember>& members) {
+  for (const internal::JsonMember& m : members) {
     if (m.raw_key == "tools") return true;
   }
   return false;
+}
+
+}  // namespace
+
+std::optional<std::string> NamedConversationId(const ProviderApi& api, std::string_view body,
+                                               const HeaderList& headers) {
+  if (!ReadsPromptCacheKey(api.name())) return SessionHeaderId(api.name(), headers);
+  return NamedIn(api, body, internal::ScanObjectMembers(body), headers);
+}
+
+bool IsAuxiliaryRequest(const ClientRequest& request) { return request.tools.empty(); }
+
+bool DeclaresTools(std::string_view body) { return ToolsIn(internal::ScanObjectMembers(body)); }
+
+RequestOutline OutlineRequest(const ProviderApi* api, std::string_view body,
+                              const HeaderList& headers) {
+  const std::vector<internal::JsonMember> members = internal::ScanObjectMembers(body);
+  RequestOutline o;
+  o.declares_tools = ToolsIn(members);
+  if (api != nullptr) o.named_conversation = NamedIn(*api, body, members, headers);
+  return o;
 }
 
 // The bound in detail (the converters are src/providers/*.cc, the estimate

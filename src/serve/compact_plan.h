@@ -62,6 +62,16 @@ bool IsAuxiliaryRequest(const ClientRequest& request);
 // exact (unescaped) key.
 bool DeclaresTools(std::string_view body);
 
+// Both of the above from one scan of the body's top-level members: what an
+// exchange asks of every request before reading it (Exchange::declares_tools,
+// Exchange::named_conversation). `api` null: no conversation is named.
+struct RequestOutline {
+  bool declares_tools = false;
+  std::optional<std::string> named_conversation;
+};
+RequestOutline OutlineRequest(const ProviderApi* api, std::string_view body,
+                              const HeaderList& headers);
+
 // An upper bound of EstimateRequestTokens for the request any API reads from
 // `body` (decoded), from its bytes alone, without parsing it; nullopt when
 // the bytes may hold what the bound does not cover: a \u escape (it can spell

@@ -55,21 +55,9 @@ class ProxyExchange final : public Exchange {
   Result<std::string_view> DecodedBody() override;
   std::shared_ptr<const ClientRequestView> client_request() override;
   bool client_request_read() const override { return parsed_; }
-  bool declares_tools() override {
-    if (!declares_tools_) {
-      auto body = DecodedBody();
-      declares_tools_ = body.ok() && DeclaresTools(*body);
-    }
-    return *declares_tools_;
-  }
+  bool declares_tools() override { return Outline().declares_tools; }
   const std::optional<std::string>& named_conversation() override {
-    if (!named_) {
-      named_.emplace();
-      const ProviderApi* api = FindProviderApi(request_.route.api);
-      auto body = DecodedBody();
-      if (api != nullptr && body.ok()) *named_ = NamedConversationId(*api, *body, request_.headers);
-    }
-    return *named_;
+    return Outline().named_conversation;
   }
   void set_compaction(std::optional<ExchangeCompaction> compaction) override {
     compaction_ = std::move(compaction);
@@ -99,6 +87,18 @@ class ProxyExchange final : public Exchange {
       }
     }
     return client_gone_;
+  }
+
+  // The body's top-level members, scanned once for every question about
+  // them (nothing declared or named when the body does not decode).
+  const RequestOutline& Outline() {
+    if (!outline_) {
+      auto body = DecodedBody();
+      outline_ = body.ok()
+                     ? OutlineRequest(FindProviderApi(request_.route.api), *body, request_.headers)
+                     : RequestOutline{};
+    }
+    return *outline_;
   }
 
   void AddHook(std::unique_ptr<ExchangeHook> hook) {
@@ -156,10 +156,9 @@ class ProxyExchange final : public Exchange {
   Connection* conn_;
   std::string root_;
   std::vector<std::unique_ptr<ExchangeHook>> hooks_;
-  bool observers_ = false;        // a hook wants every event
-  bool relay_observers_ = false;  // a hook wants the relayed bytes
-  std::optional<bool> declares_tools_;
-  std::optional<std::optional<std::string>> named_;  // outer: worked out yet
+  bool observers_ = false;                 // a hook wants every event
+  bool relay_observers_ = false;           // a hook wants the relayed bytes
+  std::optional<RequestOutline> outline_;  // Outline()
   std::optional<std::string> decoded_;
   bool parsed_ = false;  // client_request() was asked: view_ is final
   std::shared_ptr<const ClientRequestView> view_;

@@ -177,6 +177,11 @@ TEST(ConversationIdTest, NamedWithoutReadingIsTheReadId) {
       ASSERT_TRUE(read.ok()) << read.status().ToString() << "\n" << body;
       for (const serve::HeaderList& h : headers) {
         std::optional<std::string> id = serve::NamedConversationId(api, body, h);
+        // The exchange's one scan says the same.
+        serve::RequestOutline outline = serve::OutlineRequest(&api, body, h);
+        EXPECT_EQ(outline.named_conversation, id) << c.api << " " << m;
+        EXPECT_EQ(outline.declares_tools, serve::DeclaresTools(body)) << c.api << " " << m;
+        EXPECT_FALSE(serve::OutlineRequest(nullptr, body, h).named_conversation);
         if (!id) continue;
         ++named;
         EXPECT_EQ(*id, serve::ConversationId(api, *read, h)) << c.api << " " << m;
