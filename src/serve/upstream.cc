@@ -224,6 +224,9 @@ UpstreamCall::~UpstreamCall() {
 }
 
 Status UpstreamCall::Start() {
+  if (request_.transport == UpstreamTransport::kBuiltin) {
+    return Status::InvalidArgument("the built-in upstream client is not written yet");
+  }
   COMPACTOR_ASSIGN_OR_RETURN(const CurlApi* api, internal::Curl());
   CURL* h = Local().TakeEasy(*request_.env, request_.url);
   if (h == nullptr) return Status::Unavailable("curl_easy_init failed");

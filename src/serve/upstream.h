@@ -23,6 +23,18 @@
 
 namespace compactor::serve {
 
+// Which HTTP client carries a request (docs/serve.md, "The upstream client").
+enum class UpstreamTransport {
+  // The built-in HTTP/1.1 client where it applies (a plain-HTTP URL whose
+  // host is an IP address or "localhost", without credentials in the URL,
+  // and no proxy from the environment for http); libcurl otherwise.
+  kAuto,
+  kLibcurl,  // libcurl always
+  // The built-in client; Start() fails with kInvalidArgument where it does
+  // not apply.
+  kBuiltin,
+};
+
 struct UpstreamRequest {
   std::string method;
   std::string url;
@@ -36,6 +48,7 @@ struct UpstreamRequest {
   int64_t idle_timeout_ms = 600'000;
   // The clock of the timeouts and the latency figures. REQUIRES: non-null.
   Env* env = nullptr;
+  UpstreamTransport transport = UpstreamTransport::kAuto;
 };
 
 enum class UpstreamFailure {
