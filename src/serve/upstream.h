@@ -1,12 +1,19 @@
-// One request to the upstream through libcurl (loaded with dlopen,
-// src/providers/curl_api.h), driven step by step on the calling thread so the
-// proxy can hold, relay or abandon the answer as it arrives and watch the
+// One request to the upstream, driven step by step on the calling thread so
+// the proxy can hold, relay or abandon the answer as it arrives and watch the
 // client's socket at the same time.
 //
-// Connections are reused: each worker thread keeps one curl multi handle
-// (and so one connection cache) for its whole life; a transfer that ends
-// early (client gone, retry, timeout) has its connection closed, which the
-// upstream sees at once.
+// Two HTTP clients carry it (upstream_transport.h): a built-in HTTP/1.1
+// client for plain-HTTP upstreams on an IP address or localhost (local model
+// servers, the benchmark's fake upstream: the proxy's added latency is mostly
+// HTTP work, and libcurl spends several times the instructions of the whole
+// of nginx on a request, docs/benchmarks.md), and libcurl (loaded with
+// dlopen, src/providers/curl_api.h) for everything else: TLS, host names,
+// proxies from the environment, credentials in the URL.
+//
+// Connections are reused: each worker thread keeps its connections (the
+// built-in client's last one; libcurl's multi handle and its cache) for its
+// whole life; a transfer that ends early (client gone, retry, timeout) has
+// its connection closed, which the upstream sees at once.
 //
 // Thread safety: an UpstreamCall belongs to the thread that created it.
 #ifndef COMPACTOR_SRC_SERVE_UPSTREAM_H_
@@ -14,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -22,6 +30,11 @@
 #include "serve/http_util.h"
 
 namespace compactor::serve {
+
+namespace internal {
+struct CallState;
+class Transport;
+}  // namespace internal
 
 // Which HTTP client carries a request (docs/serve.md, "The upstream client").
 enum class UpstreamTransport {
@@ -38,8 +51,9 @@ enum class UpstreamTransport {
 struct UpstreamRequest {
   std::string method;
   std::string url;
-  // Sent as given (Host and Content-Length are libcurl's; no Expect, no
-  // default Accept or Content-Type is added).
+  // Sent as given, in order (Host and Content-Length are the client's own;
+  // no Expect, no default Accept or Content-Type is added; a field whose
+  // name or value holds CR or LF is left out).
   HeaderList headers;
   // Not owned; must outlive the call. Null: no body (GET, HEAD, a DELETE
   // without one); an empty string is sent as Content-Length: 0.
@@ -84,51 +98,29 @@ class UpstreamCall {
   // Ends an unfinished transfer now (its connection is closed).
   void Abort();
 
-  bool head_complete() const { return head_complete_; }
-  int status() const { return status_; }
+  bool head_complete() const;
+  int status() const;
   // The head's fields in order, as received.
-  const HeaderList& headers() const { return headers_; }
+  const HeaderList& headers() const;
   // Microseconds from Start() to the complete head (-1 before).
-  int64_t head_micros() const { return head_micros_; }
-  bool finished() const { return finished_; }
+  int64_t head_micros() const;
+  bool finished() const;
   // The transfer delivered the whole answer.
-  bool succeeded() const { return finished_ && failure_ == UpstreamFailure::kNone; }
-  UpstreamFailure failure() const { return failure_; }
-  // libcurl's description of the failure (the URL's credentials redacted).
-  const std::string& error() const { return error_; }
+  bool succeeded() const;
+  UpstreamFailure failure() const;
+  // What went wrong, for messages (the URL's credentials redacted).
+  const std::string& error() const;
   // The client's socket showed end of file or an error.
   bool client_gone() const { return client_gone_; }
 
-  // libcurl's callbacks (`self`: the call), set once per easy handle.
-  static size_t OnHeaderLine(char* data, size_t size, size_t nmemb, void* self);
-  static size_t OnBodyData(char* data, size_t size, size_t nmemb, void* self);
-
  private:
-  void SetMethod(void* easy) const;
-  void HeaderLine(std::string_view line);
-  void Finish(int curl_code);
   bool ClientGone(int fd);
 
-  int64_t NowMicros() const { return request_.env->MonotonicMicros(); }
-
-  UpstreamRequest request_;
-  std::function<bool(std::string_view)> on_body_;
-  void* easy_ = nullptr;          // CURL*
-  void* headers_list_ = nullptr;  // curl_slist*
-  char errbuf_[256] = {};
+  std::unique_ptr<internal::CallState> state_;
+  std::unique_ptr<internal::Transport> transport_;
   bool started_ = false;
-  bool finished_ = false;
-  bool head_complete_ = false;
-  bool sink_refused_ = false;
   bool client_gone_ = false;
   bool watch_client_ = true;
-  int status_ = 0;
-  HeaderList headers_;
-  int64_t start_us_ = 0;
-  int64_t last_activity_us_ = 0;
-  int64_t head_micros_ = -1;
-  UpstreamFailure failure_ = UpstreamFailure::kNone;
-  std::string error_;
 };
 
 // "connect", "timeout", "reset", "other" (metrics label); "" for none/aborted.
