@@ -108,7 +108,7 @@ bool CallState::Body(std::string_view data) {
   return true;
 }
 
-void CallState::Finish(UpstreamFailure f, std::string why) {
+void CallState::Finish(UpstreamFailure f, std::string_view why) {
   if (finished) return;
   finished = true;
   failure = f;

@@ -600,10 +600,10 @@ class BuiltinTransport : public Transport {
     return !s.finished;
   }
 
-  void Fail(CallState& s, UpstreamFailure f, std::string why) {
+  void Fail(CallState& s, UpstreamFailure f, std::string_view why) {
     Close();
     phase_ = Phase::kDone;
-    s.Finish(f, std::move(why));
+    s.Finish(f, why);
   }
 
   void Close() {

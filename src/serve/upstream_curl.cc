@@ -272,7 +272,7 @@ class CurlTransport : public Transport {
                 ? std::string(errbuf_)
                 : std::string(Api()->easy_strerror(static_cast<CURLcode>(curl_code)));
     }
-    s.Finish(f, std::move(why));
+    s.Finish(f, why);
   }
 
   // Removing an unfinished transfer makes libcurl close its connection.

@@ -44,7 +44,7 @@ struct CallState {
   // then finished (kAborted) and the transport must drop its connection.
   bool Body(std::string_view data);
   // Ends the call (once; later calls are ignored).
-  void Finish(UpstreamFailure f, std::string why);
+  void Finish(UpstreamFailure f, std::string_view why);
 };
 
 class Transport {
