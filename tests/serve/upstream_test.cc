@@ -379,14 +379,18 @@ class UpstreamCallParity : public ::testing::TestWithParam<UpstreamTransport> {
     return true;
   }
 
-  // Steps `call` until `done()` or the call is over, at most kCallLimit.
+  // Steps `call` until `done()` or the call is over, at most kCallLimit;
+  // whether `done()` came true.
   static bool DriveUntil(UpstreamCall& call, const std::function<bool()>& done,
                          int client_fd = -1) {
     auto deadline = Clock::now() + kCallLimit;
-    while (!done()) {
-      if (!call.Step(client_fd) || Clock::now() > deadline) return false;
+    for (;;) {
+      // done() is checked between Perform() and Wait(): Wait() would block
+      // until the next event or timer once the awaited bytes are in.
+      if (!call.Perform()) return done();
+      if (done()) return true;
+      if (!call.Wait(client_fd) || Clock::now() > deadline) return false;
     }
-    return true;
   }
 
   // A complete call: started, driven, checked to have ended in time.
