@@ -41,8 +41,7 @@ size_t OnBodyData(char* data, size_t size, size_t nmemb, void* self) {
 // connection cache lets the thread's next request reuse the connection
 // (keep-alive, TLS session) of the last; the spare spares each request
 // libcurl's set-up and tear-down of a transfer (its buffers: tens of kB
-// allocated and freed per request otherwise) and the options that are the
-// same for every transfer (set once, when the handle is made: Configure).
+// allocated and freed per request otherwise).
 // Worker threads serve one exchange at a time, so one spare is enough.
 class ThreadCurl {
  public:
@@ -70,20 +69,20 @@ class ThreadCurl {
   // REQUIRES: `h` is not in the multi any more.
   void GiveBack(CURL* h) {
     if (spare_ == nullptr) {
-      // The per-transfer options point into the finished call: cleared, so
-      // the idle handle holds no dangling pointer. The rest is set again by
-      // the next Start (SetMethod puts the method back first).
-      const CurlApi* api = Api();
-      api->easy_setopt(h, CURLOPT_HTTPHEADER, static_cast<curl_slist*>(nullptr));
-      api->easy_setopt(h, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
-      api->easy_setopt(h, CURLOPT_HEADERDATA, static_cast<void*>(nullptr));
-      api->easy_setopt(h, CURLOPT_WRITEDATA, static_cast<void*>(nullptr));
-      api->easy_setopt(h, CURLOPT_POSTFIELDS, static_cast<const char*>(nullptr));
+      // Reset, then set up again: a handle keeps per-transfer state that
+      // libcurl 7.88 clears only in curl_easy_reset, among it the count of
+      // retries on a reused connection that died, which otherwise carries
+      // over and fails every sixth such retry of the thread ("Connection
+      // died, tried 5 times", curl PR #19066; tests/serve/upstream_test.cc,
+      // RetryIsPerRequestNotPerThread). The reset keeps the TLS session
+      // cache; the connections are the multi's.
+      Api()->easy_reset(h);
+      Configure(h);
       spare_ = h;
     } else {
       Api()->easy_cleanup(h);
-      if (h == proxied_) proxied_ = nullptr;
     }
+    if (h == proxied_) proxied_ = nullptr;  // the proxy options went with the reset
   }
 
  private:
@@ -238,22 +237,15 @@ class CurlTransport : public Transport {
     return list;
   }
 
-  // The handle may come from a transfer with another method: everything a
-  // method option changes is put back to a plain GET first (POSTFIELDS set
-  // to null makes the method POST, HTTPGET then makes it GET and turns
-  // NOBODY and UPLOAD off), then this request's method is set.
+  // The handle was reset when it was given back: its method is GET.
   static void SetMethod(CURL* h, const UpstreamRequest& r) {
     const CurlApi* api = Api();
-    api->easy_setopt(h, CURLOPT_CUSTOMREQUEST, static_cast<const char*>(nullptr));
-    api->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(-1));
-    api->easy_setopt(h, CURLOPT_POSTFIELDS, static_cast<const char*>(nullptr));
-    api->easy_setopt(h, CURLOPT_HTTPGET, 1L);
     const std::string& m = r.method;
     bool has_body = r.body != nullptr;
     if (m == "HEAD") {
       api->easy_setopt(h, CURLOPT_NOBODY, 1L);
     } else if (m == "GET" && !has_body) {
-      // HTTPGET above.
+      // A reset handle's default.
     } else {
       if (has_body) {
         api->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body->size()));
