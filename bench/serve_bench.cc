@@ -16,6 +16,7 @@
 //
 // Usage: serve_bench --compactor PATH [--nginx /usr/sbin/nginx] [--rounds 5]
 //        [--requests-1 400] [--requests-64 20] [--conversations 2000] [--quick]
+//        [--mode sse|json|both]
 // --quick: a smoke run (a few seconds) for ctest: checks that every target
 // answers and the figures come out, not their values. nginx missing is a
 // failure (exit 1), not a skip: scripts/setup.sh installs it, so a CI
@@ -65,6 +66,7 @@ struct Flags {
   int requests_64 = 20;
   int conversations = 2000;
   bool quick = false;
+  std::string mode = "both";  // "sse", "json" or "both"
 };
 
 // A child process with its stdout on a pipe (when `out_fd` is set) and its
@@ -381,6 +383,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.conversations = std::atoi(next().c_str());
     else if (a == "--quick")
       f.quick = true;
+    else if (a == "--mode")
+      f.mode = next();
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       std::exit(2);
@@ -400,7 +404,8 @@ int main(int argc, char** argv) {
   if (f.compactor.empty()) {
     std::fprintf(stderr,
                  "usage: serve_bench --compactor PATH [--nginx PATH] [--rounds N] "
-                 "[--requests-1 N] [--requests-64 N] [--conversations N] [--quick]\n");
+                 "[--requests-1 N] [--requests-64 N] [--conversations N] [--quick] "
+                 "[--mode sse|json|both]\n");
     return 2;
   }
   if (::access(f.nginx.c_str(), X_OK) != 0) {
@@ -434,6 +439,7 @@ int main(int argc, char** argv) {
   for (int round = 1; rc == 0 && round <= f.rounds; ++round) {
     for (int streams : {1, 64}) {
       for (bool sse : {true, false}) {
+        if (f.mode != "both" && f.mode != (sse ? "sse" : "json")) continue;
         int n = streams == 1 ? f.requests_1 : f.requests_64;
         if (f.quick) n = streams == 1 ? 20 : 3;
         Figures m = Measure(ports, pids, streams, sse, n);

@@ -28,15 +28,12 @@
 #include <utility>
 #include <vector>
 
+#include "serve/http1_response.h"
 #include "serve/upstream_transport.h"
 
 namespace compactor::serve::internal {
 namespace {
 
-// Limits on what an upstream may send before its body: far above any real
-// model API's head, low enough that a broken server cannot make us grow.
-constexpr size_t kMaxHeadBytes = 256 * 1024;
-constexpr size_t kMaxChunkLine = 4096;
 // Bytes read from the socket at a time, and at most per Perform, so that a
 // fast upstream cannot keep one Perform going forever.
 constexpr size_t kReadBytes = 64 * 1024;
@@ -132,24 +129,16 @@ void KeepConnection(int fd, const std::string& key) {
   k.key = key;
 }
 
-// A comma-separated field value holds `token` (case-insensitive).
-bool HasToken(std::string_view value, std::string_view token) {
-  while (!value.empty()) {
-    size_t comma = value.find(',');
-    std::string_view item = value.substr(0, comma);
-    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-    if (EqualsIgnoreCase(item, token)) return true;
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-  return false;
-}
+// The reader's sink: the call's state.
+class StateSink : public Http1ResponseReader::Sink {
+ public:
+  void set(CallState* s) { s_ = s; }
+  void HeadLine(std::string_view line) override { s_->HeadLine(line); }
+  bool Body(std::string_view data) override { return s_->Body(data); }
 
-std::string_view StripCr(std::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
-}
+ private:
+  CallState* s_ = nullptr;
+};
 
 class BuiltinTransport : public Transport {
  public:
@@ -161,6 +150,8 @@ class BuiltinTransport : public Transport {
     url_ = std::move(*url);
     key_ = url_.host + " " + std::to_string(url_.port);
     BuildHead(s.request);
+    reader_.emplace(s.request.method == "HEAD");
+    sink_.set(&s);
     connect_deadline_us_ = s.start_us + s.request.connect_timeout_ms * 1000;
     fd_ = TakeKept(key_);
     reused_ = fd_ >= 0;
@@ -216,8 +207,6 @@ class BuiltinTransport : public Transport {
 
  private:
   enum class Phase { kConnecting, kSending, kReceiving, kDone };
-  enum class Framing { kNone, kLength, kChunked, kUntilClose };
-  enum class Chunk { kSize, kData, kDataEnd, kTrailers };
 
   // The request line and fields, sent with the body in one sendmsg.
   void BuildHead(const UpstreamRequest& r) {
@@ -244,7 +233,6 @@ class BuiltinTransport : public Transport {
       head_.append("Content-Length: ").append(std::to_string(r.body->size())).append("\r\n");
     }
     head_.append("\r\n");
-    is_head_request_ = r.method == "HEAD";
   }
 
   void Resolve(CallState& s) {
@@ -359,194 +347,25 @@ class BuiltinTransport : public Transport {
     if (r == 0) return EndOfStream(s);
     received_ = true;
     *read_now += static_cast<size_t>(r);
-    Consume(s, std::string_view(buf.data(), static_cast<size_t>(r)));
-    return !s.finished && phase_ != Phase::kDone;
+    Settle(s, reader_->Feed(std::string_view(buf.data(), static_cast<size_t>(r)), sink_));
+    return !s.finished;
   }
 
-  // The upstream's bytes: the head (kept until its end), then the body.
-  void Consume(CallState& s, std::string_view data) {
-    while (!data.empty() && !s.finished) {
-      if (!in_body_) {
-        data = ConsumeHead(s, data);
-      } else if (framing_ == Framing::kChunked) {
-        data = ConsumeChunked(s, data);
-      } else {
-        data = ConsumeBody(s, data);
-      }
-    }
-  }
-
-  std::string_view ConsumeHead(CallState& s, std::string_view data) {
-    size_t before = head_in_.size();
-    head_in_.append(data);
-    size_t pos = line_start_;
-    while (!s.finished) {
-      size_t nl = head_in_.find('\n', pos);
-      if (nl == std::string::npos) break;
-      std::string_view line = StripCr(std::string_view(head_in_).substr(pos, nl - pos));
-      pos = nl + 1;
-      if (HeadLine(s, line)) {
-        // The head ended: what followed it is body.
-        size_t used = pos - before;
-        head_in_.clear();
-        line_start_ = 0;
-        return data.substr(used);
-      }
-    }
-    line_start_ = pos;
-    if (head_in_.size() > kMaxHeadBytes) {
-      Fail(s, UpstreamFailure::kOther, "the upstream's response head is larger than 256 KiB");
-    }
-    return {};
-  }
-
-  // One line of the head. True when the final head ended with it.
-  bool HeadLine(CallState& s, std::string_view line) {
-    if (expect_status_) {
-      if (!ParseStatusLine(line)) {
-        Fail(s, UpstreamFailure::kOther, "the upstream's answer is not HTTP/1.x");
-        return false;
-      }
-      expect_status_ = false;
-      s.HeadLine(line);
-      return false;
-    }
-    s.HeadLine(line);
-    if (!line.empty()) {
-      NoteField(line);
-      return false;
-    }
-    if (status_ >= 100 && status_ < 200 && status_ != 101) {
-      // An interim answer (100 Continue, 103 Early Hints): the real one follows.
-      expect_status_ = true;
-      chunked_ = close_ = false;
-      length_ = -1;
-      return false;
-    }
-    StartBody(s);
-    return true;
-  }
-
-  bool ParseStatusLine(std::string_view line) {
-    if (line.size() < 12 || line.substr(0, 7) != "HTTP/1." || line[8] != ' ') return false;
-    http10_ = line[7] == '0';
-    auto [p, ec] = std::from_chars(line.data() + 9, line.data() + 12, status_);
-    return ec == std::errc() && p == line.data() + 12 && status_ >= 100 && status_ <= 999 &&
-           (line.size() == 12 || line[12] == ' ');
-  }
-
-  void NoteField(std::string_view line) {
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return;
-    std::string_view name = line.substr(0, colon);
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-      value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (EqualsIgnoreCase(name, "content-length")) {
-      int64_t n = -1;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      bad_length_ = bad_length_ || ec != std::errc() || p != value.data() + value.size() ||
-                    (length_ >= 0 && n != length_);
-      length_ = n;
-    } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
-      chunked_ = HasToken(value, "chunked");
-    } else if (EqualsIgnoreCase(name, "connection")) {
-      close_ = close_ || HasToken(value, "close");
-      keep_alive_ = keep_alive_ || HasToken(value, "keep-alive");
-    }
-  }
-
-  // RFC 9112 section 6.3: how the body of this answer ends.
-  void StartBody(CallState& s) {
-    in_body_ = true;
-    if (is_head_request_ || status_ == 204 || status_ == 304) {
-      framing_ = Framing::kNone;
-    } else if (chunked_) {
-      framing_ = Framing::kChunked;
-    } else if (bad_length_) {
-      Fail(s, UpstreamFailure::kOther, "the upstream's Content-Length is not valid");
-      return;
-    } else if (length_ >= 0) {
-      framing_ = Framing::kLength;
-      remaining_ = static_cast<uint64_t>(length_);
-    } else {
-      framing_ = Framing::kUntilClose;
-    }
-    if (framing_ == Framing::kNone || (framing_ == Framing::kLength && remaining_ == 0)) {
-      Done(s);
-    }
-  }
-
-  // REQUIRES: the answer has a body not yet complete (Done was not called).
-  std::string_view ConsumeBody(CallState& s, std::string_view data) {
-    size_t n = data.size();
-    if (framing_ == Framing::kLength) {
-      n = static_cast<size_t>(std::min<uint64_t>(remaining_, n));
-      remaining_ -= n;
-    }
-    if (!Deliver(s, data.substr(0, n))) return {};
-    if (framing_ == Framing::kLength && remaining_ == 0) Done(s);
-    return data.substr(n);
-  }
-
-  std::string_view ConsumeChunked(CallState& s, std::string_view data) {
-    if (chunk_ == Chunk::kData) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(remaining_, data.size()));
-      remaining_ -= n;
-      if (remaining_ == 0) chunk_ = Chunk::kDataEnd;
-      if (!Deliver(s, data.substr(0, n))) return {};
-      return data.substr(n);
-    }
-    size_t nl = data.find('\n');
-    if (nl == std::string_view::npos) {
-      chunk_line_.append(data);
-      if (chunk_line_.size() > kMaxChunkLine) BadChunk(s);
-      return {};
-    }
-    chunk_line_.append(data.substr(0, nl));
-    std::string line = std::move(chunk_line_);
-    chunk_line_.clear();
-    ChunkLine(s, StripCr(line));
-    return data.substr(nl + 1);
-  }
-
-  // A complete line of the chunked framing: a size, the end of a chunk's
-  // data, or a trailer field.
-  void ChunkLine(CallState& s, std::string_view line) {
-    switch (chunk_) {
-      case Chunk::kSize: {
-        std::string_view hex = line.substr(0, line.find(';'));
-        while (!hex.empty() && (hex.back() == ' ' || hex.back() == '\t')) hex.remove_suffix(1);
-        uint64_t size = 0;
-        auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), size, 16);
-        if (hex.empty() || ec != std::errc() || p != hex.data() + hex.size()) return BadChunk(s);
-        remaining_ = size;
-        chunk_ = size == 0 ? Chunk::kTrailers : Chunk::kData;
+  // Acts on the reader's state after it read.
+  void Settle(CallState& s, Http1ResponseReader::State state) {
+    switch (state) {
+      case Http1ResponseReader::State::kMore:
         return;
-      }
-      case Chunk::kDataEnd:
-        if (!line.empty()) return BadChunk(s);
-        chunk_ = Chunk::kSize;
-        return;
-      case Chunk::kTrailers:
-        if (line.empty()) Done(s);  // trailer fields are not passed on
-        return;
-      case Chunk::kData:
-        return;
+      case Http1ResponseReader::State::kDone:
+        return Done(s);
+      case Http1ResponseReader::State::kFailed:
+        return Fail(s, reader_->failure(), reader_->error());
+      case Http1ResponseReader::State::kStopped:
+        // The sink refused the bytes (the call is finished): the upstream
+        // sees the request abandoned.
+        phase_ = Phase::kDone;
+        return Close();
     }
-  }
-
-  void BadChunk(CallState& s) {
-    Fail(s, UpstreamFailure::kReset, "the upstream's chunked encoding is malformed");
-  }
-
-  bool Deliver(CallState& s, std::string_view data) {
-    if (data.empty()) return true;
-    if (s.Body(data)) return true;
-    Close();  // refused: the upstream sees the request abandoned
-    phase_ = Phase::kDone;
-    return false;
   }
 
   // The answer is complete: the connection is kept for the thread's next
@@ -555,8 +374,7 @@ class BuiltinTransport : public Transport {
   // again: TakeKept.)
   void Done(CallState& s) {
     phase_ = Phase::kDone;
-    bool reusable = !close_ && (!http10_ || keep_alive_) && framing_ != Framing::kUntilClose &&
-                    sent_ == TotalToSend(s);
+    bool reusable = reader_->reusable() && sent_ == TotalToSend(s);
     if (reusable && fd_ >= 0) {
       KeepConnection(fd_, key_);
       fd_ = -1;
@@ -570,14 +388,12 @@ class BuiltinTransport : public Transport {
   }
 
   bool EndOfStream(CallState& s) {
-    if (in_body_ && framing_ == Framing::kUntilClose) {
-      Done(s);
+    if (!received_) {
+      if (reused_) return Reconnect(s);
+      Fail(s, UpstreamFailure::kReset, "the upstream closed the connection without an answer");
       return false;
     }
-    if (!received_ && reused_) return Reconnect(s);
-    Fail(s, UpstreamFailure::kReset,
-         received_ ? "the upstream closed the connection before its answer was complete"
-                   : "the upstream closed the connection without an answer");
+    Settle(s, reader_->EndOfStream());
     return false;
   }
 
@@ -614,7 +430,6 @@ class BuiltinTransport : public Transport {
   PlainUrl url_;
   std::string key_;
   std::string head_;
-  bool is_head_request_ = false;
   std::vector<std::pair<sockaddr_storage, socklen_t>> addresses_;
   size_t next_address_ = 0;
   int connect_errno_ = 0;
@@ -624,23 +439,8 @@ class BuiltinTransport : public Transport {
   Phase phase_ = Phase::kConnecting;
   size_t sent_ = 0;
   bool received_ = false;
-  // The answer's head.
-  std::string head_in_;
-  size_t line_start_ = 0;
-  bool expect_status_ = true;
-  int status_ = 0;
-  bool http10_ = false;
-  bool chunked_ = false;
-  bool close_ = false;
-  bool keep_alive_ = false;
-  int64_t length_ = -1;
-  bool bad_length_ = false;
-  // The answer's body.
-  bool in_body_ = false;
-  Framing framing_ = Framing::kNone;
-  uint64_t remaining_ = 0;
-  Chunk chunk_ = Chunk::kSize;
-  std::string chunk_line_;
+  std::optional<Http1ResponseReader> reader_;
+  StateSink sink_;
 };
 
 }  // namespace
