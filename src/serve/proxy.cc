@@ -116,6 +116,10 @@ class ProxyExchange final : public Exchange {
   }
   // (c) once the response is written.
   void Complete() {
+    if (relay_at_complete_) {
+      relay_at_complete_ = false;
+      Relayed(pending_);
+    }
     for (auto& h : hooks_) h->OnComplete(*this);
   }
 
@@ -158,6 +162,7 @@ class ProxyExchange final : public Exchange {
   std::vector<std::unique_ptr<ExchangeHook>> hooks_;
   bool observers_ = false;                 // a hook wants every event
   bool relay_observers_ = false;           // a hook wants the relayed bytes
+  bool relay_at_complete_ = false;         // pending_ goes to them in Complete
   std::optional<RequestOutline> outline_;  // Outline()
   std::optional<std::string> decoded_;
   bool parsed_ = false;  // client_request() was asked: view_ is final
@@ -391,8 +396,14 @@ void ProxyExchange::Commit(httplib::Response& res, const std::shared_ptr<ProxyEx
   }
   if (call_->finished()) {  // the whole answer is here (held, or small and quick)
     record_->bytes_out += static_cast<int64_t>(pending_.size());
-    Relayed(pending_);
-    res.body = std::move(pending_);
+    if (relay_observers_) {
+      // The hooks read it once the client has it (Complete), not before:
+      // reading a stream's usage took a quarter of the exchange's own work.
+      res.body = pending_;
+      relay_at_complete_ = true;
+    } else {
+      res.body = std::move(pending_);
+    }
     return;
   }
   size_t n = 0;
