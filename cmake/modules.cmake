@@ -110,8 +110,9 @@ compactor_module(NAME eval
   DEPENDS fmt::fmt nlohmann_json::nlohmann_json)
 # Above the product: `compactor serve`, the HTTP service and proxy
 # (docs/serve.md), its own library because it links the HTTP server and the
-# compression codecs. It reaches the upstream through the providers' libcurl
-# loader (curl_api.h).
+# compression codecs. It reaches the upstream through its own HTTP/1.1
+# client (plain HTTP to an address or localhost) or the providers' libcurl
+# loader (curl_api.h) for the rest.
 compactor_module(NAME serve
   LIBRARY compactor_serve
   HEADERS serve.h

@@ -298,7 +298,8 @@ class BuiltinTransport : public Transport {
     return true;
   }
 
-  // False when the connection takes no more now (or the call ended).
+  // False when the connection takes no more now, or the request is sent, or
+  // the call ended.
   bool Send(CallState& s) {
     const std::string* body = s.request.body;
     size_t total = head_.size() + (body != nullptr ? body->size() : 0);
@@ -330,8 +331,10 @@ class BuiltinTransport : public Transport {
       }
       sent_ += static_cast<size_t>(w);
     }
+    // The answer cannot be there yet: wait for it (Poll) rather than ask
+    // the socket now and be told to wait.
     phase_ = Phase::kReceiving;
-    return true;
+    return false;
   }
 
   // Reads what arrived. False when nothing more is there now (or the call
@@ -348,7 +351,10 @@ class BuiltinTransport : public Transport {
     received_ = true;
     *read_now += static_cast<size_t>(r);
     Settle(s, reader_->Feed(std::string_view(buf.data(), static_cast<size_t>(r)), sink_));
-    return !s.finished;
+    // A read that did not fill the buffer took everything there was: the
+    // next bytes are waited for (Poll), not asked for at once (one system
+    // call less for every piece of a stream).
+    return !s.finished && static_cast<size_t>(r) == buf.size();
   }
 
   // Acts on the reader's state after it read.
