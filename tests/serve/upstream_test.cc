@@ -35,6 +35,7 @@
 
 #include "compactor/env.h"
 #include "serve/http_util.h"
+#include "support/http_client.h"
 
 namespace compactor::serve {
 namespace {
@@ -224,16 +225,6 @@ class RawServer {
     }
   }
 
-  bool SendAll(std::string_view bytes) {
-    while (!bytes.empty()) {
-      ssize_t n = ::send(conn_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      bytes.remove_prefix(static_cast<size_t>(n));
-    }
-    return true;
-  }
-
   // Reads (and drops) until the client closes the connection.
   bool AwaitPeerClose() {
     auto deadline = Clock::now() + kServerWait;
@@ -267,7 +258,7 @@ class RawServer {
       Update([&] { requests_.push_back(request); });
       for (const Piece& piece : reply.pieces) {
         if (piece.delay.count() > 0) std::this_thread::sleep_for(piece.delay);
-        if (!SendAll(piece.bytes)) {
+        if (!compactor::testing::SendAll(conn_, piece.bytes)) {
           Error("reply " + std::to_string(i) + ": send failed");
           break;
         }

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "support/http_client.h"
+
 namespace compactor::testing {
 namespace {
 
@@ -29,16 +31,6 @@ std::string Hex(size_t n) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%zx", n);
   return buf;
-}
-
-bool SendAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 // Waits `ms` (or not at all); false when the peer closed its side meanwhile.

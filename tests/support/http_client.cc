@@ -83,15 +83,17 @@ bool RawClient::Connect(int port) {
   return ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
 }
 
-bool RawClient::Send(std::string_view bytes) {
+bool SendAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
-    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     bytes.remove_prefix(static_cast<size_t>(n));
   }
   return true;
 }
+
+bool RawClient::Send(std::string_view bytes) { return SendAll(fd_, bytes); }
 
 bool RawClient::More(Clock::time_point deadline) {
   pollfd p{fd_, POLLIN, 0};

@@ -34,6 +34,10 @@ std::string RequestBytes(const std::string& method, const std::string& target,
                          const std::vector<std::pair<std::string, std::string>>& headers,
                          const std::string& body = "");
 
+// Sends all of `bytes` on a socket (retrying short writes; no SIGPIPE).
+// False when the peer is gone or the socket failed.
+bool SendAll(int fd, std::string_view bytes);
+
 class RawClient {
  public:
   RawClient() = default;
