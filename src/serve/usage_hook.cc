@@ -73,7 +73,14 @@ class UsageExchange : public ExchangeHook {
 
   void OnRelayed(Exchange& /*ex*/, std::string_view bytes) override {
     if (!ok_ || too_long_) return;
-    if (stream_) return ScanStream(bytes);
+    if (stream_) {
+      // Kept and scanned off the client's path: in OnComplete, or in
+      // batches once a long stream piled up kScanBatch bytes (scanning each
+      // piece as it went by was most of the proxy's own work on a piece).
+      body_.append(bytes);
+      if (body_.size() >= kScanBatch) ScanKept();
+      return;
+    }
     // A non-stream answer is kept (bounded) and read in OnComplete.
     if (body_.size() + bytes.size() > kMaxKept) {
       too_long_ = true;
@@ -85,7 +92,9 @@ class UsageExchange : public ExchangeHook {
 
   void OnComplete(Exchange& ex) override {
     if (!ok_ || ex.record().status / 100 != 2) return;
-    if (!stream_) {
+    if (stream_) {
+      ScanKept();
+    } else {
       std::string_view usage = internal::FindMember(body_, "usage");
       if (!usage.empty() && usage.front() == '{') ReadUsage(usage, &tokens_);
     }
@@ -97,6 +106,12 @@ class UsageExchange : public ExchangeHook {
   // A non-stream answer, or a line of a stream, longer than this is not read.
   static constexpr size_t kMaxKept = size_t{16} << 20;
   static constexpr std::string_view kUsage = "\"usage\"";
+  static constexpr size_t kScanBatch = size_t{256} << 10;
+
+  void ScanKept() {
+    ScanStream(body_);
+    body_.clear();
+  }
 
   // The stream's lines are cut at '\n'; only the "data:" lines that mention
   // usage are read. The rest of a piece costs a search for the word and for
@@ -143,7 +158,7 @@ class UsageExchange : public ExchangeHook {
   bool ok_ = false;
   bool stream_ = false;
   bool too_long_ = false;
-  std::string body_;  // a non-stream answer
+  std::string body_;  // a non-stream answer, or a stream's bytes not scanned yet
   std::string line_;  // a stream's unfinished line
   Tokens tokens_;
 };

@@ -132,6 +132,27 @@ TEST_F(UsageLogTest, EachApisUsageIsLoggedStreamedOrNot) {
   for (const std::string& line : logs()) SCOPED_TRACE(line);
 }
 
+// A long stream is scanned in batches as it goes (usage_hook.cc, kScanBatch):
+// the usage at its start and at its end both count, whatever batch they fall
+// in, with a usage line cut across pieces between them.
+TEST_F(UsageLogTest, ALongStreamsUsageIsReadAcrossBatches) {
+  StartProxy();
+  std::vector<std::string> events = {
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+      "\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":7,"
+      "\"output_tokens\":1}}}\n\n"};
+  const std::string delta =
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"" +
+      std::string(1000, 'x') + "\"}}\n\n";
+  for (int i = 0; i < 600; ++i) events.push_back(delta);  // ~650 KB: two batches and more
+  events.push_back("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"us");
+  events.push_back("age\":{\"output_tokens\":5}}\n\n");
+  events.push_back("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+  EXPECT_NE(LogLineOf("/v1/messages", kMessages, Stream(events)).find(" in=7 out=5 "),
+            std::string::npos);
+}
+
 // An answer without usage, an error answer and an auxiliary request (whose
 // answer the proxy does not read) log no tokens; the JSON form carries the
 // numbers.
