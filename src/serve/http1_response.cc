@@ -13,22 +13,6 @@ std::string_view StripCr(std::string_view line) {
   return line;
 }
 
-std::string_view TrimSpaces(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// A comma-separated field value holds `token` (case-insensitive).
-bool HasToken(std::string_view value, std::string_view token) {
-  while (true) {
-    size_t comma = value.find(',');
-    if (EqualsIgnoreCase(TrimSpaces(value.substr(0, comma)), token)) return true;
-    if (comma == std::string_view::npos) return false;
-    value.remove_prefix(comma + 1);
-  }
-}
-
 }  // namespace
 
 Http1ResponseReader::State Http1ResponseReader::Feed(std::string_view data, Sink& sink,
@@ -131,7 +115,7 @@ void Http1ResponseReader::NoteField(std::string_view line) {
   size_t colon = line.find(':');
   if (colon == std::string_view::npos) return;
   std::string_view name = line.substr(0, colon);
-  std::string_view value = TrimSpaces(line.substr(colon + 1));
+  std::string_view value = TrimOws(line.substr(colon + 1));
   if (EqualsIgnoreCase(name, "content-length")) {
     int64_t n = -1;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -139,10 +123,10 @@ void Http1ResponseReader::NoteField(std::string_view line) {
                   (length_ >= 0 && n != length_);
     length_ = n;
   } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
-    chunked_ = HasToken(value, "chunked");
+    chunked_ = ListHasToken(value, "chunked");
   } else if (EqualsIgnoreCase(name, "connection")) {
-    close_ = close_ || HasToken(value, "close");
-    keep_alive_ = keep_alive_ || HasToken(value, "keep-alive");
+    close_ = close_ || ListHasToken(value, "close");
+    keep_alive_ = keep_alive_ || ListHasToken(value, "keep-alive");
   }
 }
 
@@ -206,7 +190,7 @@ void Http1ResponseReader::ChunkLine(std::string_view line) {
   bool ok = true;
   switch (chunk_) {
     case Chunk::kSize: {
-      std::string_view hex = TrimSpaces(line.substr(0, line.find(';')));
+      std::string_view hex = TrimOws(line.substr(0, line.find(';')));
       uint64_t size = 0;
       auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), size, 16);
       ok = !hex.empty() && ec == std::errc() && p == hex.data() + hex.size();

@@ -14,12 +14,6 @@ namespace {
 
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 bool ParsePort(std::string_view text, int* port) {
   if (text.empty() || text.size() > 5) return false;
   int v = 0;
@@ -108,18 +102,36 @@ bool IsHopByHop(std::string_view name, const std::vector<std::string>& connectio
                      [&](const std::string& t) { return EqualsIgnoreCase(name, t); });
 }
 
+std::string_view TrimOws(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Calls `fn` with each item of a comma-separated list, trimmed; stops when
+// it returns true, and says whether it did.
+template <typename Fn>
+bool AnyListItem(std::string_view list, Fn&& fn) {
+  while (true) {
+    size_t comma = list.find(',');
+    if (fn(TrimOws(list.substr(0, comma)))) return true;
+    if (comma == std::string_view::npos) return false;
+    list.remove_prefix(comma + 1);
+  }
+}
+
+bool ListHasToken(std::string_view value, std::string_view token) {
+  return AnyListItem(value, [&](std::string_view item) { return EqualsIgnoreCase(item, token); });
+}
+
 std::vector<std::string> ConnectionTokens(const HeaderList& headers) {
   std::vector<std::string> tokens;
   for (const auto& [n, v] : headers) {
     if (!EqualsIgnoreCase(n, "connection")) continue;
-    std::string_view rest = v;
-    while (!rest.empty()) {
-      size_t comma = rest.find(',');
-      std::string_view token = Trim(rest.substr(0, comma));
+    AnyListItem(v, [&](std::string_view token) {
       if (!token.empty()) tokens.push_back(ToLower(token));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
+      return false;
+    });
   }
   return tokens;
 }
@@ -179,7 +191,7 @@ bool IsLoopbackHost(std::string_view host) {
 }
 
 Result<std::string> NormalizeUpstream(std::string_view url) {
-  std::string u(Trim(url));
+  std::string u(TrimOws(url));
   auto bad = [&](std::string_view why) {
     return Status::InvalidArgument("upstream \"" + RedactUrl(u) + "\": " + std::string(why));
   };
@@ -266,7 +278,8 @@ std::vector<std::string> CredentialsIn(const HeaderList& headers) {
     if (!secret || v.empty()) continue;
     out.push_back(v);
     size_t space = v.find(' ');
-    if (space != std::string::npos) out.emplace_back(Trim(std::string_view(v).substr(space + 1)));
+    if (space != std::string::npos)
+      out.emplace_back(TrimOws(std::string_view(v).substr(space + 1)));
   }
   return out;
 }

@@ -21,6 +21,13 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix);
 std::string ToLower(std::string_view s);
 
+// `s` without leading and trailing spaces and tabs (HTTP's optional white
+// space around field values and list items).
+std::string_view TrimOws(std::string_view s);
+// A comma-separated field value (Connection, Transfer-Encoding) lists
+// `token` (case-insensitive).
+bool ListHasToken(std::string_view value, std::string_view token);
+
 // The first value of `name` (case-insensitive), or empty.
 std::string_view HeaderValue(const HeaderList& headers, std::string_view name);
 bool HasHeader(const HeaderList& headers, std::string_view name);

@@ -24,15 +24,6 @@ std::string FirstSet(Env& env, std::initializer_list<const char*> names) {
   return "";
 }
 
-std::string_view TrimWs(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 // Whether this thread's environment names a proxy for plain HTTP; read once
 // per thread (the variables do not change while serve runs; tests start a
 // new server, with new threads, after changing them).
@@ -64,6 +55,7 @@ EnvProxy ReadEnvProxy(Env& env, std::string_view scheme) {
 
 void CallState::HeadLine(std::string_view line) {
   last_activity_us = NowMicros();
+  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
   if (head_complete) return;  // trailers
   if (line.rfind("HTTP/", 0) == 0) {
     // A new response head (after 1xx interim responses).
@@ -75,7 +67,7 @@ void CallState::HeadLine(std::string_view line) {
     }
     return;
   }
-  std::string_view trimmed = TrimWs(line);
+  std::string_view trimmed = TrimOws(line);
   if (trimmed.empty()) {
     if (status >= 200 || status == 101) {
       head_complete = true;
@@ -90,8 +82,8 @@ void CallState::HeadLine(std::string_view line) {
   }
   size_t colon = line.find(':');
   if (colon == std::string_view::npos) return;
-  headers.emplace_back(std::string(TrimWs(line.substr(0, colon))),
-                       std::string(TrimWs(line.substr(colon + 1))));
+  headers.emplace_back(std::string(TrimOws(line.substr(0, colon))),
+                       std::string(TrimOws(line.substr(colon + 1))));
 }
 
 bool CallState::Body(std::string_view data) {
@@ -137,26 +129,21 @@ std::string_view FailureKind(UpstreamFailure f) {
 UpstreamCall::UpstreamCall(UpstreamRequest request, std::function<bool(std::string_view)> on_body)
     : state_(std::make_unique<internal::CallState>(std::move(request), std::move(on_body))) {}
 
-// The transport goes first: it may still hand the state bytes as it closes.
-UpstreamCall::~UpstreamCall() { transport_.reset(); }
+// (The transport, declared after the state it points into, goes first.)
+UpstreamCall::~UpstreamCall() = default;
 
 Status UpstreamCall::Start() {
   const UpstreamRequest& r = state_->request;
-  bool builtin = false;
-  switch (r.transport) {
-    case UpstreamTransport::kLibcurl:
-      break;
-    case UpstreamTransport::kBuiltin:
-      if (!internal::BuiltinTransportApplies(r.url)) {
-        return Status::InvalidArgument("the built-in HTTP client cannot reach " + RedactUrl(r.url));
-      }
-      builtin = true;
-      break;
-    case UpstreamTransport::kAuto:
-      builtin = internal::BuiltinTransportApplies(r.url) && !internal::HttpProxySet(*r.env);
-      break;
+  if (r.transport == UpstreamTransport::kBuiltin ||
+      (r.transport == UpstreamTransport::kAuto && !internal::HttpProxySet(*r.env))) {
+    transport_ = internal::NewBuiltinTransport(r.url);
   }
-  transport_ = builtin ? internal::NewBuiltinTransport() : internal::NewCurlTransport();
+  if (transport_ == nullptr) {
+    if (r.transport == UpstreamTransport::kBuiltin) {
+      return Status::InvalidArgument("the built-in HTTP client cannot reach " + RedactUrl(r.url));
+    }
+    transport_ = internal::NewCurlTransport();
+  }
   state_->start_us = state_->NowMicros();
   state_->last_activity_us = state_->start_us;
   COMPACTOR_RETURN_IF_ERROR(transport_->Start(*state_));

@@ -41,6 +41,7 @@ constexpr size_t kMaxReadPerPerform = 1024 * 1024;
 
 struct PlainUrl {
   std::string host;            // without brackets
+  bool ip_literal = false;     // else "localhost"
   int port = 80;               //
   std::string_view authority;  // for the Host field: as written in the URL
   std::string_view target;     // "/path?query" ("/" when the URL has none)
@@ -85,7 +86,8 @@ std::optional<PlainUrl> ParsePlainUrl(std::string_view url) {
       return std::nullopt;
     }
   }
-  if (!IsIpLiteral(u.host) && !EqualsIgnoreCase(u.host, "localhost")) return std::nullopt;
+  u.ip_literal = IsIpLiteral(u.host);
+  if (!u.ip_literal && !EqualsIgnoreCase(u.host, "localhost")) return std::nullopt;
   return u;
 }
 
@@ -142,12 +144,10 @@ class StateSink : public Http1ResponseReader::Sink {
 
 class BuiltinTransport : public Transport {
  public:
+  explicit BuiltinTransport(PlainUrl url) : url_(std::move(url)) {}
   ~BuiltinTransport() override { Close(); }
 
   Status Start(CallState& s) override {
-    auto url = ParsePlainUrl(s.request.url);
-    if (!url) return Status::InvalidArgument("the built-in HTTP client cannot reach the upstream");
-    url_ = std::move(*url);
     key_ = url_.host + " " + std::to_string(url_.port);
     BuildHead(s.request);
     reader_.emplace(s.request.method == "HEAD");
@@ -239,7 +239,7 @@ class BuiltinTransport : public Transport {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV | (IsIpLiteral(url_.host) ? AI_NUMERICHOST : 0);
+    hints.ai_flags = AI_NUMERICSERV | (url_.ip_literal ? AI_NUMERICHOST : 0);
     addrinfo* list = nullptr;
     std::string port = std::to_string(url_.port);
     int rc = ::getaddrinfo(url_.host.c_str(), port.c_str(), &hints, &list);
@@ -451,8 +451,10 @@ class BuiltinTransport : public Transport {
 
 }  // namespace
 
-bool BuiltinTransportApplies(std::string_view url) { return ParsePlainUrl(url).has_value(); }
-
-std::unique_ptr<Transport> NewBuiltinTransport() { return std::make_unique<BuiltinTransport>(); }
+std::unique_ptr<Transport> NewBuiltinTransport(std::string_view url) {
+  std::optional<PlainUrl> u = ParsePlainUrl(url);
+  if (!u) return nullptr;
+  return std::make_unique<BuiltinTransport>(std::move(*u));
+}
 
 }  // namespace compactor::serve::internal

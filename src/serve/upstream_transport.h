@@ -71,12 +71,11 @@ struct EnvProxy {
 EnvProxy ReadEnvProxy(Env& env, std::string_view scheme);
 
 std::unique_ptr<Transport> NewCurlTransport();
-std::unique_ptr<Transport> NewBuiltinTransport();
-
-// Where the built-in client can carry a request to `url`: plain HTTP to an
-// IP address or "localhost", no credentials in the URL. (The caller also
-// checks that no proxy from the environment applies.)
-bool BuiltinTransportApplies(std::string_view url);
+// The built-in client for a request to `url`, or null where it does not
+// apply: it takes plain HTTP to an IP address or "localhost", without
+// credentials in the URL. (The caller also checks that no proxy from the
+// environment applies.) REQUIRES: `url` outlives the transport.
+std::unique_ptr<Transport> NewBuiltinTransport(std::string_view url);
 
 }  // namespace compactor::serve::internal
 

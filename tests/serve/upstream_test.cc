@@ -954,5 +954,24 @@ TEST_P(UpstreamCallParity, FoldedHeaderIsJoined) {
   EXPECT_EQ(d.body, "ok");
 }
 
+// Forcing the built-in client where it does not apply is refused at Start,
+// with the URL named and its credentials redacted; kAuto takes libcurl
+// there.
+TEST(UpstreamTransportChoice, TheBuiltInClientRefusesWhatItCannotReach) {
+  for (const char* url : {"https://127.0.0.1:9/v1/messages", "http://user:secret@127.0.0.1:9/",
+                          "http://example.invalid/"}) {
+    UpstreamRequest r;
+    r.method = "GET";
+    r.url = url;
+    r.env = Env::Default();
+    r.transport = UpstreamTransport::kBuiltin;
+    UpstreamCall call(r, nullptr);
+    Status st = call.Start();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << url;
+    EXPECT_NE(st.message().find("the built-in HTTP client cannot reach"), std::string::npos);
+    EXPECT_EQ(st.message().find("secret"), std::string::npos) << st.message();
+  }
+}
+
 }  // namespace
 }  // namespace compactor::serve
