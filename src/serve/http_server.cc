@@ -52,8 +52,8 @@ void SetTimeout(int fd, int option, int64_t ms) {
 // long as the connection, so bytes the client sent ahead (a pipelined
 // request) stay in its buffer from one request to the next. It also keeps
 // the two addresses (httplib asks for them on every request: two system
-// calls each time otherwise) and, when the connection's coalesce_head is
-// set, holds the response head back to send it with the body.
+// calls each time otherwise) and, when the connection's hold_write is set,
+// holds a write back to send it with the next one.
 class ConnectionStream : public httplib::Stream {
  public:
   ConnectionStream(int fd, int64_t timeout_ms, Connection* conn)
@@ -91,9 +91,9 @@ class ConnectionStream : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (conn_ != nullptr && conn_->coalesce_head) {
-      conn_->coalesce_head = false;  // the head: held for the body's write
-      held_.assign(ptr, size);
+    if (conn_ != nullptr && conn_->hold_write) {
+      conn_->hold_write = false;  // held for the next write
+      held_.append(ptr, size);
       return static_cast<ssize_t>(size);
     }
     if (!held_.empty()) return WriteHeldAnd(ptr, size);
@@ -104,8 +104,8 @@ class ConnectionStream : public httplib::Stream {
     return n;
   }
 
-  // Sends a held head that no body followed (the body's write failed
-  // before it began): false when the client is gone.
+  // Sends a held write that no other followed (the next failed before it
+  // began): false when the client is gone.
   bool Flush() {
     if (held_.empty()) return true;
     return WriteHeldAnd(nullptr, 0) >= 0;
@@ -133,7 +133,7 @@ class ConnectionStream : public httplib::Stream {
     return r > 0;
   }
 
-  // The held head, all of it, then as much of [ptr, ptr + size) as the
+  // The held bytes, all of them, then as much of [ptr, ptr + size) as the
   // socket takes in the same calls: the bytes of `ptr` written, or -1.
   ssize_t WriteHeldAnd(const char* ptr, size_t size) {
     size_t head = 0;
@@ -164,7 +164,7 @@ class ConnectionStream : public httplib::Stream {
   std::vector<char> buffer_;
   size_t begin_ = 0;
   size_t end_ = 0;
-  std::string held_;  // a response head waiting for its body
+  std::string held_;  // a write waiting for the next one
   std::string remote_ip_;
   int remote_port_ = 0;
   std::string local_ip_;
@@ -249,8 +249,9 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler)
   set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     Connection* conn = CurrentConnection();
     if (conn == nullptr) return;
-    // httplib writes the head, then an in-memory body with one more call.
-    conn->coalesce_head = req.method != "HEAD" && !res.body.empty();
+    // httplib writes the head, then an in-memory body with one more call;
+    // a relay that has its first bytes at hand asked for the same.
+    conn->hold_write = req.method != "HEAD" && (!res.body.empty() || conn->hold_write);
     if (conn->must_close) {
       res.headers.erase("Keep-Alive");
       if (!res.has_header("Connection")) res.set_header("Connection", "close");

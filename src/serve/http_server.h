@@ -67,9 +67,12 @@ struct Connection {
   std::optional<HeaderList> exact_headers;
   // Runs once the response was written (or failed), on this thread.
   std::function<void()> after_response;
-  // The response's head and its in-memory body go out in one send (set just
-  // before they are written): one segment, not two, and one system call.
-  bool coalesce_head = false;
+  // The next write to the client waits for the one after it, and both go
+  // out in one send: one segment, not two, and one wake-up of the client.
+  // Set for a response's head when its first body bytes are at hand (an
+  // in-memory body; a relayed stream's early events), and for a relayed
+  // stream's last bytes, which then go with the chunked terminator.
+  bool hold_write = false;
 };
 
 // The calling worker thread's connection; null outside a request.

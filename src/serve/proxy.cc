@@ -134,7 +134,9 @@ class ProxyExchange final : public Exchange {
   void FeedEvents(std::string_view data, bool observe_only);
   void OnEvent(const SseEvent& ev, bool observe_only);
   bool CanRetry() const { return attempt_ + 1 < config_.limits.max_attempts; }
-  bool WriteToClient(std::string_view data);
+  // Sends out_ to the client in one write; `end`: the chunked stream ends
+  // with these bytes, which then go out with its terminator.
+  bool WriteToClient(bool end);
   // Hands body bytes the client gets to the hooks that read them.
   void Relayed(std::string_view data) {
     if (!relay_observers_) return;
@@ -183,6 +185,7 @@ class ProxyExchange final : public Exchange {
   bool retry_ = false;
   bool parsing_ = false;  // the hooks saw the head: events may be parsed
   std::string pending_;   // body bytes not yet sent to the client
+  std::string out_;       // relayed bytes of the current read, not yet written
   SseParser sse_;
   httplib::DataSink* sink_ = nullptr;
   size_t written_ = 0;
@@ -280,7 +283,9 @@ void ProxyExchange::AskHead() {
 // Pumps a held response until every holding hook released it, a retry was
 // asked for (retry_), or the transfer ended.
 void ProxyExchange::HoldUntilDecided() {
-  while (phase_ == Phase::kHold && !retry_ && call_->Step(conn_->fd)) {
+  // Decided as soon as the read that released the hold is processed, not
+  // once more bytes arrive.
+  while (phase_ == Phase::kHold && !retry_ && call_->Wait(conn_->fd) && call_->Perform()) {
   }
   if (retry_ || phase_ != Phase::kHold || !call_->succeeded() || head_.event_stream) return;
   for (size_t i = 0; i < hooks_.size(); ++i) {
@@ -318,7 +323,10 @@ void ProxyExchange::FeedEvents(std::string_view data, bool observe_only) {
 
 bool ProxyExchange::OnBody(std::string_view data) {
   if (phase_ == Phase::kCommitted) {
-    if (!WriteToClient(data)) return false;
+    // Written once the read that brought it is processed: the pieces (or
+    // upstream chunks) of one read reach the client in one write.
+    if (client_gone_) return false;
+    out_.append(data);
   } else {
     pending_.append(data);
   }
@@ -331,25 +339,30 @@ bool ProxyExchange::OnBody(std::string_view data) {
   return true;
 }
 
-bool ProxyExchange::WriteToClient(std::string_view data) {
-  if (data.empty()) return true;
-  if (sink_ == nullptr || !sink_->write(data.data(), data.size())) {
+bool ProxyExchange::WriteToClient(bool end) {
+  if (out_.empty()) return true;
+  if (end) conn_->hold_write = true;
+  if (sink_ == nullptr || !sink_->write(out_.data(), out_.size())) {
     client_gone_ = true;
     return false;
   }
-  written_ += data.size();
-  record_->bytes_out += static_cast<int64_t>(data.size());
-  Relayed(data);
+  written_ += out_.size();
+  record_->bytes_out += static_cast<int64_t>(out_.size());
+  Relayed(out_);
+  out_.clear();
   return true;
 }
 
 bool ProxyExchange::RelayRest(httplib::DataSink& sink, bool chunked, size_t length) {
   sink_ = &sink;
   phase_ = Phase::kCommitted;
-  std::string early = std::move(pending_);
+  out_ = std::move(pending_);  // goes out with the held head (Commit)
   pending_.clear();
-  bool ok = WriteToClient(early);
-  while (ok && call_->Step(conn_->fd)) {
+  bool ok = WriteToClient(false);
+  while (ok && call_->Wait(conn_->fd)) {
+    bool more = call_->Perform();
+    ok = WriteToClient(chunked && !more && call_->succeeded());
+    if (!more) break;
   }
   sink_ = nullptr;
   if (!ok || client_gone_ || call_->client_gone()) {
@@ -412,6 +425,10 @@ void ProxyExchange::Commit(httplib::Response& res, const std::shared_ptr<ProxyEx
     auto [p, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
     known = ec == std::errc() && p == length.data() + length.size() && n > 0;
   }
+  // The head waits for the bytes that came before the relay began (a held
+  // stream's first events), so the client gets both at once; with none at
+  // hand it goes out at once.
+  conn_->hold_write = !pending_.empty();
   if (known) {
     res.set_content_provider(n, "", [self, n](size_t, size_t, httplib::DataSink& sink) {
       return self->RelayRest(sink, false, n);

@@ -273,6 +273,70 @@ TEST_F(ServeProxyTest, StreamIsRelayedAsItArrives) {
   EXPECT_EQ(res->pieces.front().second.rfind("event: a", 0), 0u);
 }
 
+// What one read from the upstream brings reaches the client in one write:
+// the response head with the events held before the relay began, then the
+// rest of the stream (several upstream chunks) with its end. Counted as the
+// data segments the client's socket received: one per send on loopback.
+// Relaying chunk by chunk would take one write for the head, one per
+// upstream chunk and one for the terminator (10 here).
+TEST_F(ServeProxyTest, EachUpstreamReadReachesTheClientInOneWrite) {
+  StartProxy();
+  auto chunk = [](const std::string& event) {
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", event.size());
+    return std::string(size) + "\r\n" + event + "\r\n";
+  };
+  auto event = [](const std::string& type, const std::string& data) {
+    return "event: " + type + "\ndata: " + data + "\n\n";
+  };
+  const std::vector<std::string> first = {
+      event("message_start", R"({"type":"message_start","message":{"id":"m1","role":"assistant",)"
+                             R"("content":[],"usage":{"input_tokens":5,"output_tokens":1}}})"),
+      event(
+          "content_block_start",
+          R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"),
+      event(
+          "content_block_delta",
+          R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}})")};
+  const std::vector<std::string> rest = {
+      event(
+          "content_block_delta",
+          R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}})"),
+      event("content_block_stop", R"({"type":"content_block_stop","index":0})"),
+      event("message_delta", R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},)"
+                             R"("usage":{"output_tokens":2}})"),
+      event("message_stop", R"({"type":"message_stop"})")};
+  ScriptedReply r;
+  r.headers = {{"Content-Type", "text/event-stream"}, {"Transfer-Encoding", "chunked"}};
+  r.framing = ScriptedReply::Framing::kNone;  // the pieces are already chunked
+  std::string first_text;
+  std::string rest_text;
+  r.pieces.emplace_back();
+  for (const auto& e : first) r.pieces.back() += chunk(e), first_text += e;
+  r.pieces.emplace_back();
+  for (const auto& e : rest) r.pieces.back() += chunk(e), rest_text += e;
+  r.pieces.back() += "0\r\n\r\n";
+  r.piece_delay = 300ms;
+  upstream_.Push(r);
+  RawClient c;
+  ASSERT_TRUE(c.Connect(port_));
+  const int64_t before = DataSegmentsReceived(c.fd());
+  ASSERT_GE(before, 0) << "the kernel does not count data segments (tcpi_data_segs_in)";
+  ASSERT_TRUE(c.Send(RequestBytes("POST", "/v1/messages", {{"content-type", "application/json"}},
+                                  kAnthropicBody)));
+  auto res = c.Read();
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->body, first_text + rest_text);
+  // One chunk a read (chunk boundaries carry no meaning in HTTP), and the
+  // stream relayed as it came, not gathered: its second part left the
+  // upstream 300 ms after the first.
+  ASSERT_EQ(res->pieces.size(), 2u);
+  EXPECT_EQ(res->pieces[0].second, first_text);
+  EXPECT_EQ(res->pieces[1].second, rest_text);
+  EXPECT_GE(res->pieces[1].first - res->pieces[0].first, 250ms);
+  EXPECT_EQ(DataSegmentsReceived(c.fd()) - before, 2);
+}
+
 TEST_F(ServeProxyTest, HeadModelsAndUnknownPathsPassThrough) {
   StartProxy();
   auto head = Fetch(port_, "HEAD", "/", {});

@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+// The kernel's struct tcp_info (glibc's <netinet/tcp.h> lacks the data
+// segment counters); it also defines TCP_NODELAY.
+#include <linux/tcp.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "support/test_util.h"
@@ -94,6 +97,16 @@ bool SendAll(int fd, std::string_view bytes) {
 }
 
 bool RawClient::Send(std::string_view bytes) { return SendAll(fd_, bytes); }
+
+int64_t DataSegmentsReceived(int fd) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+      len < offsetof(tcp_info, tcpi_data_segs_in) + sizeof info.tcpi_data_segs_in) {
+    return -1;
+  }
+  return info.tcpi_data_segs_in;
+}
 
 bool RawClient::More(Clock::time_point deadline) {
   pollfd p{fd_, POLLIN, 0};

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -37,6 +38,12 @@ std::string RequestBytes(const std::string& method, const std::string& target,
 // Sends all of `bytes` on a socket (retrying short writes; no SIGPIPE).
 // False when the peer is gone or the socket failed.
 bool SendAll(int fd, std::string_view bytes);
+
+// The TCP segments with data that socket `fd` has received (the kernel's
+// tcpi_data_segs_in); -1 where the kernel does not count them. On loopback
+// each send of less than 64 KiB arrives as one segment, so the difference
+// over a response counts the server's writes.
+int64_t DataSegmentsReceived(int fd);
 
 class RawClient {
  public:
