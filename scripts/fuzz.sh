@@ -15,7 +15,7 @@ duration=${1:?usage: scripts/fuzz.sh DURATION [TARGET...]}
 shift
 build=${COMPACTOR_FUZZ_BUILD:-$root/build-fuzz}
 all=(session_reader message_parser context_builder settings_parser sse_parser
-  provider_response provider_stream http1_response)
+  provider_response provider_stream http1_response http1_request)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 

@@ -31,6 +31,16 @@ Http1ResponseReader::State Http1ResponseReader::Feed(std::string_view data, Sink
   return state_;
 }
 
+Http1ResponseReader Http1ResponseReader::ForBody(bool chunked, uint64_t length) {
+  Http1ResponseReader r(false);
+  r.in_body_ = true;
+  r.expect_status_ = false;
+  r.framing_ = chunked ? Framing::kChunked : Framing::kLength;
+  r.remaining_ = chunked ? 0 : length;
+  if (!chunked && length == 0) r.state_ = State::kDone;
+  return r;
+}
+
 Http1ResponseReader::State Http1ResponseReader::EndOfStream() {
   if (state_ != State::kMore) return state_;
   if (in_body_ && framing_ == Framing::kUntilClose) {

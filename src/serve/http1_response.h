@@ -46,6 +46,9 @@ class Http1ResponseReader {
 
   // `head_request`: the request was a HEAD (its answer has no body).
   explicit Http1ResponseReader(bool head_request) : head_request_(head_request) {}
+  // A reader of a body alone, whose head was read elsewhere (a request's,
+  // by the server): chunked, or else `length` bytes.
+  static Http1ResponseReader ForBody(bool chunked, uint64_t length);
 
   // Reads `data`. `used` (may be null) gets how many bytes were part of the
   // response (less than data.size() only when it completed). REQUIRES: the

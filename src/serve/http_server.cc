@@ -16,16 +16,13 @@
 #include <cstring>
 #include <vector>
 
+#include "serve/http1_request.h"
+#include "serve/http1_response.h"
+
 namespace compactor::serve {
 namespace {
 
 thread_local Connection* tls_connection = nullptr;
-
-// Fields httplib adds to every request for its handlers.
-bool IsPseudoHeader(std::string_view name) {
-  return name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" ||
-         name == "LOCAL_PORT";
-}
 
 std::string Address(const sockaddr_storage& ss, int* port) {
   char buf[INET6_ADDRSTRLEN] = {};
@@ -48,128 +45,99 @@ void SetTimeout(int fd, int option, int64_t ms) {
   setsockopt(fd, SOL_SOCKET, option, &tv, sizeof tv);
 }
 
-// httplib's Stream over a connected socket. Unlike httplib's own, it lives as
-// long as the connection, so bytes the client sent ahead (a pipelined
-// request) stay in its buffer from one request to the next. It also keeps
-// the two addresses (httplib asks for them on every request: two system
-// calls each time otherwise) and, when the connection's hold_write is set,
-// holds a write back to send it with the next one.
-class ConnectionStream : public httplib::Stream {
+}  // namespace
+
+// A connected client socket with its read buffer, which lives as long as the
+// connection, so that bytes the client sent ahead (a pipelined request) stay
+// in it from one request to the next. When the connection's hold_write is
+// set, a write is held back and sent with the next one.
+class ConnectionStream {
  public:
-  ConnectionStream(int fd, int64_t timeout_ms, Connection* conn)
-      : fd_(fd), timeout_ms_(timeout_ms), conn_(conn) {
-    buffer_.resize(16 * 1024);
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-      remote_ip_ = Address(ss, &remote_port_);
-    }
-    ss = {};
-    len = sizeof ss;
-    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-      local_ip_ = Address(ss, &local_port_);
-    }
+  ConnectionStream(int fd, Connection* conn) : fd_(fd), conn_(conn) { buffer_.resize(16 * 1024); }
+
+  // The bytes received and not consumed yet.
+  std::string_view buffered() const {
+    return std::string_view(buffer_.data() + begin_, end_ - begin_);
   }
-
-  bool is_readable() const override { return begin_ < end_ || Poll(POLLIN); }
-  bool is_writable() const override { return Poll(POLLOUT); }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (begin_ == end_) {
-      begin_ = end_ = 0;
-      ssize_t n;
-      do {
-        n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
-      } while (n < 0 && errno == EINTR);
-      if (n <= 0) return n;
-      end_ = static_cast<size_t>(n);
-    }
-    size_t take = std::min(size, end_ - begin_);
-    std::memcpy(ptr, buffer_.data() + begin_, take);
-    begin_ += take;
-    return static_cast<ssize_t>(take);
+  void Consume(size_t n) {
+    begin_ += n;
+    if (begin_ == end_) begin_ = end_ = 0;
   }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    if (conn_ != nullptr && conn_->hold_write) {
-      conn_->hold_write = false;  // held for the next write
-      held_.append(ptr, size);
-      return static_cast<ssize_t>(size);
+  // Receives more, waiting at most the socket's receive timeout, with room
+  // for `limit` buffered bytes in all: false at end of file, on a timeout or
+  // an error, and when `limit` bytes are buffered already.
+  bool Fill(size_t limit) {
+    if (end_ - begin_ >= limit) return false;
+    if (end_ == buffer_.size()) {
+      if (begin_ > 0) {
+        std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+      } else {
+        buffer_.resize(std::max(buffer_.size() * 2, limit));
+      }
     }
-    if (!held_.empty()) return WriteHeldAnd(ptr, size);
     ssize_t n;
     do {
-      n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+      n = ::recv(fd_, buffer_.data() + end_, buffer_.size() - end_, 0);
     } while (n < 0 && errno == EINTR);
-    return n;
+    if (n <= 0) return false;
+    end_ += static_cast<size_t>(n);
+    return true;
   }
 
-  // Sends a held write that no other followed (the next failed before it
-  // began): false when the client is gone.
-  bool Flush() {
-    if (held_.empty()) return true;
-    return WriteHeldAnd(nullptr, 0) >= 0;
+  // Writes all of `data` (or holds it, see above): false when the client is
+  // gone or stopped reading for longer than the send timeout.
+  bool Write(std::string_view data) {
+    if (conn_->hold_write) {
+      conn_->hold_write = false;
+      held_.append(data);
+      return true;
+    }
+    return Send(data);
   }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = remote_ip_;
-    port = remote_port_;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = local_ip_;
-    port = local_port_;
-  }
-  socket_t socket() const override { return fd_; }
-
-  bool buffered() const { return begin_ < end_; }
+  // Sends a held write that no other followed: false when the client is gone.
+  bool Flush() { return held_.empty() || Send({}); }
 
  private:
-  bool Poll(short events) const {
-    pollfd p{fd_, events, 0};
-    int r;
-    do {
-      r = ::poll(&p, 1, static_cast<int>(timeout_ms_));
-    } while (r < 0 && errno == EINTR);
-    return r > 0;
-  }
-
-  // The held bytes, all of them, then as much of [ptr, ptr + size) as the
-  // socket takes in the same calls: the bytes of `ptr` written, or -1.
-  ssize_t WriteHeldAnd(const char* ptr, size_t size) {
+  // The held bytes, then `data`, in as few sendmsg calls as the socket takes.
+  bool Send(std::string_view data) {
     size_t head = 0;
     size_t body = 0;
-    while (head < held_.size()) {
-      iovec iov[2] = {{held_.data() + head, held_.size() - head}, {const_cast<char*>(ptr), size}};
+    while (head < held_.size() || body < data.size()) {
+      iovec iov[2];
+      int n_iov = 0;
+      if (head < held_.size()) iov[n_iov++] = {held_.data() + head, held_.size() - head};
+      if (body < data.size()) {
+        iov[n_iov++] = {const_cast<char*>(data.data()) + body, data.size() - body};
+      }
       msghdr msg{};
       msg.msg_iov = iov;
-      msg.msg_iovlen = size > 0 ? 2 : 1;
+      msg.msg_iovlen = static_cast<size_t>(n_iov);
       ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         held_.clear();
-        return -1;
+        return false;
       }
       size_t sent = static_cast<size_t>(n);
       size_t from_head = std::min(sent, held_.size() - head);
       head += from_head;
-      body = sent - from_head;
+      body += sent - from_head;
     }
     held_.clear();
-    return static_cast<ssize_t>(body);
+    return true;
   }
 
   int fd_;
-  int64_t timeout_ms_;
   Connection* conn_;
   std::vector<char> buffer_;
   size_t begin_ = 0;
   size_t end_ = 0;
   std::string held_;  // a write waiting for the next one
-  std::string remote_ip_;
-  int remote_port_ = 0;
-  std::string local_ip_;
-  int local_port_ = 0;
 };
+
+namespace {
 
 // Waits for the next request on an idle connection: true when bytes arrived
 // before the keep-alive timeout and before draining began.
@@ -222,66 +190,11 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler)
     : options_(options), handler_(std::move(handler)) {
   drain_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int threads = options_.threads > 0 ? options_.threads : 1;
+  // httplib accepts; its pool's workers run process_and_close_socket.
   new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  set_tcp_nodelay(true);
-  // Only the values httplib announces in its Keep-Alive field: the
-  // connection loop below enforces them.
-  set_keep_alive_max_count(options_.keep_alive_max_requests);
-  set_keep_alive_timeout(
-      static_cast<time_t>(std::max<int64_t>(1, options_.keep_alive_timeout_ms / 1000)));
-  set_read_timeout(std::chrono::milliseconds(options_.client_timeout_ms));
-  set_write_timeout(std::chrono::milliseconds(options_.client_timeout_ms));
-  // Every path; "[\s\S]" also matches a decoded newline, which "." would not.
-  const std::string any = R"([\s\S]*)";
-  Get(any,
-      [this](const httplib::Request& req, httplib::Response& res) { handler_(req, res, nullptr); });
-  Options(any, [this](const httplib::Request& req, httplib::Response& res) {
-    handler_(req, res, nullptr);
-  });
-  auto with_body = [this](const httplib::Request& req, httplib::Response& res,
-                          const httplib::ContentReader& reader) { handler_(req, res, &reader); };
-  Post(any, with_body);
-  Put(any, with_body);
-  Patch(any, with_body);
-  Delete(any, with_body);
-  // Relayed and handler-made responses keep exactly their fields: replace the
-  // ones httplib adds, keep its framing and connection fields.
-  set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    Connection* conn = CurrentConnection();
-    if (conn == nullptr) return;
-    // httplib writes the head, then an in-memory body with one more call;
-    // a relay that has its first bytes at hand asked for the same.
-    conn->hold_write = req.method != "HEAD" && (!res.body.empty() || conn->hold_write);
-    if (conn->must_close) {
-      res.headers.erase("Keep-Alive");
-      if (!res.has_header("Connection")) res.set_header("Connection", "close");
-    }
-    if (!conn->exact_headers) return;
-    httplib::Headers framing;
-    for (const auto& [name, value] : res.headers) {
-      if (EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "transfer-encoding") ||
-          EqualsIgnoreCase(name, "connection") || EqualsIgnoreCase(name, "keep-alive")) {
-        framing.emplace(name, value);
-      }
-    }
-    // Written once, here: moved, not copied.
-    for (auto& [name, value] : *conn->exact_headers) {
-      framing.emplace(std::move(name), std::move(value));
-    }
-    conn->exact_headers.reset();
-    res.headers = std::move(framing);
-  });
-  // httplib's own failures (a malformed request line, an unknown method) get
-  // a JSON body; the handler's responses are left alone.
-  set_error_handler(HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-    Connection* conn = CurrentConnection();
-    if (conn != nullptr && conn->handled) return HandlerResponse::Unhandled;
-    res.set_content(ErrorBody("", res.status, res.status == 400 ? "bad_request" : "http_error",
-                              std::string("the request could not be served (HTTP ") +
-                                  std::to_string(res.status) + ")"),
-                    "application/json");
-    return HandlerResponse::Handled;
-  }));
+  keep_alive_ =
+      "timeout=" + std::to_string(std::max<int64_t>(1, options_.keep_alive_timeout_ms / 1000)) +
+      ", max=" + std::to_string(options_.keep_alive_max_requests);
 }
 
 HttpServer::~HttpServer() {
@@ -333,33 +246,6 @@ void HttpServer::Drain() {
   if (accept_thread_) accept_thread_->Join();
 }
 
-void HttpServer::SetupRequest(Connection& conn, httplib::Request& req) {
-  conn.headers.clear();
-  for (const auto& [name, value] : req.headers) {
-    if (!IsPseudoHeader(name)) conn.headers.emplace_back(name, value);
-  }
-  conn.content_encoding = req.get_header_value("Content-Encoding");
-  req.headers.erase("Content-Encoding");
-  req.headers.erase("Accept-Encoding");
-  req.headers.erase("Range");
-  bool chunked = req.has_header("Transfer-Encoding");
-  std::string length = req.get_header_value("Content-Length");
-  conn.has_body = chunked || (!length.empty() && length != "0");
-  bool reads_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
-                    req.method == "DELETE";
-  if (reads_body && !chunked && length.empty()) {
-    // No body (RFC 9112 section 6.3): say so, or httplib would read until the
-    // connection closes.
-    req.headers.emplace("Content-Length", "0");
-  }
-  if (!reads_body && conn.has_body) {
-    // httplib does not read bodies of GET, HEAD or OPTIONS: the connection
-    // cannot be used for another request after this one.
-    conn.must_close = true;
-    conn.linger = true;
-  }
-}
-
 void HttpServer::Linger(int fd) {
   ::shutdown(fd, SHUT_WR);
   char buf[16 * 1024];
@@ -376,6 +262,238 @@ void HttpServer::Linger(int fd) {
   }
 }
 
+namespace {
+
+bool ReadsBody(std::string_view method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+bool KnownMethod(std::string_view method) {
+  return ReadsBody(method) || method == "GET" || method == "HEAD" || method == "OPTIONS";
+}
+
+// Fields the server writes itself, whatever a handler set.
+bool IsFramingField(std::string_view name) {
+  return EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "transfer-encoding") ||
+         EqualsIgnoreCase(name, "connection") || EqualsIgnoreCase(name, "keep-alive");
+}
+
+std::string PeerAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "";
+  int port = 0;
+  std::string ip = Address(ss, &port);
+  return ip + ":" + std::to_string(port);
+}
+
+// A response of the server's own (a malformed request, an unknown method).
+void ErrorResponse(httplib::Response& res, Connection& conn, int status, std::string_view code,
+                   const std::string& message) {
+  res.status = status;
+  res.headers.clear();
+  res.content_provider_ = nullptr;
+  res.body = ErrorBody("", status, code, message);
+  conn.exact_headers = HeaderList{{"Content-Type", "application/json"}};
+}
+
+// The request body, read when the handler asks for it (its ContentReader),
+// by the upstream client's body decoder; what follows the body (a pipelined
+// request) stays in the stream.
+class RequestBody {
+ public:
+  RequestBody(ConnectionStream& stream, const RequestHead& head)
+      : stream_(stream),
+        reader_(Http1ResponseReader::ForBody(
+            head.chunked, static_cast<uint64_t>(std::max<int64_t>(0, head.length)))),
+        expect_continue_(head.expect_continue && (head.chunked || head.length > 0)) {}
+
+  // Hands the body to `receiver` as it arrives: false when it could not be
+  // read whole (the client went away or was silent too long, the chunking
+  // is malformed, or the receiver refused).
+  bool Read(const httplib::ContentReceiver& receiver) {
+    if (expect_continue_) {
+      // The client waits for this before it sends the body (RFC 9110
+      // section 10.1.1); sent only when the body is wanted.
+      expect_continue_ = false;
+      if (!stream_.Write("HTTP/1.1 100 Continue\r\n\r\n")) return false;
+    }
+    Receiver sink(receiver);
+    while (reader_.state() == Http1ResponseReader::State::kMore) {
+      if (stream_.buffered().empty() && !stream_.Fill(kReadAhead)) return false;
+      size_t used = 0;
+      reader_.Feed(stream_.buffered(), sink, &used);
+      stream_.Consume(used);
+    }
+    return complete();
+  }
+  bool complete() const { return reader_.state() == Http1ResponseReader::State::kDone; }
+
+ private:
+  static constexpr size_t kReadAhead = 16 * 1024;
+  struct Receiver final : Http1ResponseReader::Sink {
+    explicit Receiver(const httplib::ContentReceiver& r) : receive(r) {}
+    void HeadLine(std::string_view) override {}
+    bool Body(std::string_view data) override { return receive(data.data(), data.size()); }
+    const httplib::ContentReceiver& receive;
+  };
+
+  ConnectionStream& stream_;
+  Http1ResponseReader reader_;
+  bool expect_continue_;
+};
+
+// Runs a response's content provider, framing what it writes: a chunk per
+// write (one buffer for all of them) or the bytes as they are. False when the
+// provider or a write failed, or a provider of a known length stopped short
+// of it (the connection then cannot carry another response).
+bool WriteProvided(ConnectionStream& stream, httplib::Response& res, bool chunked) {
+  const size_t length = res.content_length_;
+  size_t offset = 0;
+  bool ok = true;
+  bool more = true;
+  std::string chunk;
+  httplib::DataSink sink;
+  sink.write = [&](const char* data, size_t n) {
+    if (!ok || n == 0) return ok;
+    offset += n;
+    if (!chunked) return ok = stream.Write(std::string_view(data, n));
+    char size[20];
+    auto end = std::to_chars(size, size + sizeof size, n, 16).ptr;
+    chunk.assign(size, end).append("\r\n").append(data, n).append("\r\n");
+    return ok = stream.Write(chunk);
+  };
+  sink.done = [&] {
+    more = false;
+    if (ok && chunked) ok = stream.Write("0\r\n\r\n");
+  };
+  sink.is_writable = [&] { return ok; };
+  while (ok && more && (chunked || offset < length)) {
+    size_t before = offset;
+    if (!res.content_provider_(offset, chunked ? 0 : length - offset, sink)) return false;
+    // A provider that neither wrote nor ended would be called forever.
+    if (offset == before && more) return false;
+  }
+  return ok;
+}
+
+}  // namespace
+
+bool HttpServer::ServeOne(ConnectionStream& stream, Connection& conn, bool last) {
+  httplib::Request req;
+  httplib::Response res;
+  size_t head_end;
+  while ((head_end = FindRequestHeadEnd(stream.buffered())) == 0) {
+    if (stream.Fill(kMaxRequestHeadBytes + 1)) continue;
+    // The client left or went silent mid-head: nothing to answer, unless
+    // the head outgrew its limit.
+    if (stream.buffered().size() <= kMaxRequestHeadBytes) return false;
+    ErrorResponse(res, conn, 431, "http_error", "the request head exceeds 64 KiB");
+    conn.must_close = conn.linger = true;  // the client may still be sending
+    WriteResponse(stream, conn, req, res, true);
+    return false;
+  }
+  RequestHead head;
+  std::string why;
+  int bad = ParseRequestHead(stream.buffered().substr(0, head_end), &head, &why);
+  stream.Consume(head_end);
+  if (bad != 0) {
+    // The request's end is unknown: the connection cannot go on.
+    ErrorResponse(res, conn, bad, bad == 400 ? "bad_request" : "http_error",
+                  "the request could not be served (HTTP " + std::to_string(bad) + "): " + why);
+    conn.must_close = conn.linger = true;
+    WriteResponse(stream, conn, req, res, true);
+    return false;
+  }
+  req.method = std::move(head.method);
+  req.target = std::move(head.target);
+  req.version = head.http10 ? "HTTP/1.0" : "HTTP/1.1";
+  size_t q = req.target.find('?');
+  req.path = req.target.substr(0, q);
+  if (q != std::string::npos)
+    httplib::detail::parse_query_text(req.target.substr(q + 1), req.params);
+  conn.headers = std::move(head.headers);
+  conn.content_encoding = std::string(HeaderValue(conn.headers, "content-encoding"));
+  conn.has_body = head.chunked || head.length > 0;
+  RequestBody body(stream, head);
+  httplib::ContentReader reader(
+      [&body](const httplib::ContentReceiver& receiver) { return body.Read(receiver); },
+      [](const httplib::MultipartContentHeader&, const httplib::ContentReceiver&) {
+        return false;
+      });
+  if (!KnownMethod(req.method)) {
+    ErrorResponse(res, conn, 501, "http_error", "the method " + req.method + " is not supported");
+  } else {
+    try {
+      handler_(req, res, ReadsBody(req.method) ? &reader : nullptr);
+    } catch (const std::exception&) {
+      ErrorResponse(res, conn, 500, "internal_error", "the request failed inside the server");
+      conn.must_close = true;
+    }
+  }
+  // A body left unread (all or part) cannot be skipped with certainty: the
+  // connection ends after the answer, lingering so that the client reads it.
+  if (conn.has_body && !body.complete()) conn.must_close = conn.linger = true;
+  bool close = last || head.close || conn.must_close;
+  return WriteResponse(stream, conn, req, res, close) && !close;
+}
+
+bool HttpServer::WriteResponse(ConnectionStream& stream, Connection& conn,
+                               const httplib::Request& req, httplib::Response& res, bool close) {
+  if (res.status < 100 || res.status > 999) res.status = 500;  // a handler that set none
+  const bool chunked = res.content_provider_ && res.is_chunked_content_provider_;
+  const bool no_body =
+      req.method == "HEAD" || res.status < 200 || res.status == 204 || res.status == 304;
+  std::string head;
+  head.reserve(512);
+  head.append("HTTP/1.1 ").append(std::to_string(res.status)).append(" ");
+  head.append(ReasonPhrase(res.status)).append("\r\n");
+  auto field = [&head](std::string_view name, std::string_view value) {
+    head.append(name).append(": ").append(value).append("\r\n");
+  };
+  if (conn.exact_headers) {
+    for (const auto& [name, value] : *conn.exact_headers) {
+      if (!IsFramingField(name)) field(name, value);
+    }
+  } else {
+    for (const auto& [name, value] : res.headers) {
+      if (!IsFramingField(name)) field(name, value);
+    }
+  }
+  if (no_body) {
+    // A HEAD answer says the length the GET would have (a relayed one, as
+    // the upstream said it).
+    std::string length = res.get_header_value("Content-Length");
+    if (req.method == "HEAD" && length.empty() && !res.body.empty()) {
+      length = std::to_string(res.body.size());
+    }
+    if (!length.empty() && res.status >= 200 && res.status != 204) field("Content-Length", length);
+  } else if (chunked) {
+    field("Transfer-Encoding", "chunked");
+  } else {
+    field("Content-Length",
+          std::to_string(res.content_provider_ ? res.content_length_ : res.body.size()));
+  }
+  if (close) {
+    field("Connection", "close");
+  } else {
+    if (req.version == "HTTP/1.0") field("Connection", "keep-alive");
+    field("Keep-Alive", keep_alive_);
+  }
+  head.append("\r\n");
+  if (no_body) {
+    conn.hold_write = false;
+    return stream.Write(head);
+  }
+  if (!res.content_provider_) {
+    conn.hold_write = !res.body.empty();  // the head goes with the body
+    return stream.Write(head) && (res.body.empty() || stream.Write(res.body));
+  }
+  // A provider (a relayed stream): the head is held only when the handler
+  // asked (it has bytes at hand), else it goes out now.
+  return stream.Write(head) && WriteProvided(stream, res, chunked);
+}
+
 bool HttpServer::process_and_close_socket(socket_t sock) {
   int one = 1;
   setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -383,17 +501,13 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   SetTimeout(sock, SO_SNDTIMEO, options_.client_timeout_ms);
   Connection conn;
   conn.fd = sock;
-  ConnectionStream stream(sock, options_.client_timeout_ms, &conn);
-  {
-    std::string ip;
-    int port = 0;
-    stream.get_remote_ip_and_port(ip, port);
-    conn.remote = ip + ":" + std::to_string(port);
-  }
+  ConnectionStream stream(sock, &conn);
+  conn.remote = PeerAddress(sock);
   bool linger = false;
   size_t served = 0;
   while (!draining_.load()) {
-    if (!stream.buffered() && !WaitForRequest(sock, drain_fd_, options_.keep_alive_timeout_ms)) {
+    if (stream.buffered().empty() &&
+        !WaitForRequest(sock, drain_fd_, options_.keep_alive_timeout_ms)) {
       break;
     }
     active_.fetch_add(1);
@@ -405,15 +519,13 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       break;
     }
     tls_connection = &conn;
-    bool connection_closed = false;
     bool last = ++served >= options_.keep_alive_max_requests;
-    bool ok = process_request(stream, last, connection_closed,
-                              [this, &conn](httplib::Request& req) { SetupRequest(conn, req); });
+    bool ok = ServeOne(stream, conn, last);
     tls_connection = nullptr;
     if (!stream.Flush()) ok = false;
     if (conn.after_response) conn.after_response();
     linger = conn.linger;
-    bool done = !ok || connection_closed || last || conn.must_close;
+    bool done = !ok || last || conn.must_close;
     // Nothing of this request outlives it (an idle connection holds no
     // buffers and no upstream handle).
     std::string remote = std::move(conn.remote);

@@ -1,18 +1,21 @@
-// The HTTP/1.1 server side: cpp-httplib's parser, router and response
-// writer, with the connection loop replaced so that a proxy can be
-// transparent (docs/serve.md, "Threads and connections"):
+// The HTTP/1.1 server side (docs/serve.md, "Threads and connections"):
+// cpp-httplib's accept loop and thread pool, with the connection itself
+// served here, so that a proxy can be transparent and cheap:
 //
 // * each connection is served by one worker thread of a fixed pool, which
-//   keeps the socket's read buffer across requests and exposes the socket to
-//   the request's handler (CurrentConnection()), so a handler can notice a
-//   client that goes away before its answer starts;
-// * before httplib reads a body, the request's Content-Encoding, Accept-Encoding
-//   and Range fields are taken out of httplib's view (kept in
-//   CurrentConnection()->headers): httplib would otherwise decode the body,
-//   re-compress the relayed answer or cut it into ranges;
-// * a handler may set exact response fields (Connection::exact_headers),
-//   which replace the ones httplib adds (Content-Type: text/plain,
-//   Accept-Ranges) while httplib's framing fields stay;
+//   keeps the socket's read buffer across requests (a pipelined request
+//   stays in it) and exposes the socket to the request's handler
+//   (CurrentConnection()), so a handler can notice a client that goes away
+//   before its answer starts;
+// * requests are read by our own parser (http1_request.h; bodies by the
+//   upstream client's chunk decoder, http1_response.h) rather than httplib's:
+//   it keeps every field in order with its spelling, leaves the body's
+//   coding alone and costs a fraction of httplib's reading and routing (see
+//   "Why our own reader" in docs/serve.md); httplib's Request, Response,
+//   ContentReader and DataSink stay the handlers' vocabulary;
+// * responses are written here: a handler may set exact response fields
+//   (Connection::exact_headers), to which only the framing and connection
+//   fields are added; the head goes out with the first body bytes;
 // * draining: Drain() refuses new requests, closes idle connections and
 //   waits for requests in flight (streams included) to end.
 //
@@ -61,9 +64,8 @@ struct Connection {
   // client still sends (an unread body) for a moment so it reads the answer.
   bool must_close = false;
   bool linger = false;
-  // The response belongs to the handler: httplib's error page must not replace it.
-  bool handled = false;
-  // When set, the response's fields are exactly these plus httplib's framing.
+  // When set, the response's fields are exactly these plus the framing and
+  // connection fields (else the Response's own fields are written).
   std::optional<HeaderList> exact_headers;
   // Runs once the response was written (or failed), on this thread.
   std::function<void()> after_response;
@@ -78,6 +80,8 @@ struct Connection {
 // The calling worker thread's connection; null outside a request.
 Connection* CurrentConnection();
 
+class ConnectionStream;  // http_server.cc
+
 // Reads the current request's body through `reader` (null: no body) into
 // `out`, at most `limit` bytes: kFailedPrecondition when the body is larger
 // (the connection is then closed after the answer, HTTP 413), kInvalidArgument
@@ -87,7 +91,10 @@ Status ReadBody(const httplib::ContentReader* reader, size_t limit, std::string*
 class HttpServer : public httplib::Server {
  public:
   // One handler for every request; `reader` is set for POST, PUT, PATCH and
-  // DELETE (the body is not read yet), null for GET, HEAD and OPTIONS.
+  // DELETE (the body is not read yet), null for GET, HEAD and OPTIONS (other
+  // methods are answered 501). The Request holds method, target, version,
+  // path (the target without its query, not decoded) and params (the
+  // query's, decoded); the fields are in CurrentConnection()->headers.
   using Handler = std::function<void(const httplib::Request&, httplib::Response&,
                                      const httplib::ContentReader* reader)>;
 
@@ -108,7 +115,11 @@ class HttpServer : public httplib::Server {
 
  private:
   bool process_and_close_socket(socket_t sock) override;
-  void SetupRequest(Connection& conn, httplib::Request& req);
+  // Reads, handles and answers one request: false when the connection
+  // cannot carry another (closed, malformed, or asked to close).
+  bool ServeOne(ConnectionStream& stream, Connection& conn, bool last);
+  bool WriteResponse(ConnectionStream& stream, Connection& conn, const httplib::Request& req,
+                     httplib::Response& res, bool close);
   void Linger(int fd);
 
   HttpServerOptions options_;
@@ -118,6 +129,7 @@ class HttpServer : public httplib::Server {
   std::atomic<bool> draining_{false};
   std::atomic<bool> accept_ended_{false};  // listen_after_bind() returned
   std::atomic<int64_t> active_{0};
+  std::string keep_alive_;  // the Keep-Alive field's value
   std::mutex mu_;
   std::condition_variable idle_cv_;
   std::unique_ptr<Thread> accept_thread_;

@@ -98,6 +98,10 @@ struct Route {
 // `path` is the target without its query.
 Route ClassifyPath(std::string_view path);
 
+// The reason phrase of a status code ("Not Found"), or "" for a code
+// without a registered one (a status line may carry an empty phrase).
+std::string_view ReasonPhrase(int status);
+
 // A JSON error body in the shape of `api` (empty: the service's shape):
 //   anthropic:  {"type":"error","error":{"type":T,"message":M}}
 //   openai-*:   {"error":{"message":M,"type":T,"param":null,"code":CODE}}

@@ -495,7 +495,6 @@ void ProxyExchange::FailUpstream(httplib::Response& res) {
 }
 
 void ProxyExchange::Run(httplib::Response& res, const std::shared_ptr<ProxyExchange>& self) {
-  conn_->handled = true;
   for (attempt_ = 0;; ++attempt_) {
     for (auto& h : hooks_) h->BeforeForward(*this);
     if (local_) return CommitLocal(res);
@@ -556,7 +555,6 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
                    const httplib::ContentReader* reader, const Route& route,
                    std::shared_ptr<RequestRecord> record) {
   Connection* conn = CurrentConnection();
-  conn->handled = true;
   ProxyRequest pr;
   pr.method = req.method;
   pr.target = req.target;

@@ -35,7 +35,6 @@ HttpServerOptions HttpOptionsOf(const ServeOptions& o) {
 void SetExact(httplib::Response& res, int status, HeaderList headers, std::string body) {
   res.status = status;
   if (Connection* conn = CurrentConnection()) {
-    conn->handled = true;
     conn->exact_headers = std::move(headers);
   }
   res.body = std::move(body);
