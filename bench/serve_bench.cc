@@ -3,8 +3,13 @@
 //
 // * added latency of a pass-through request (an Anthropic Messages request of
 //   a short conversation, far under the window: nothing is compacted),
-//   streamed (SSE) and not, at 1 and 64 concurrent streams: p50 and p99 of
-//   (through the proxy) - (straight to the upstream), for both peers;
+//   streamed (SSE) and not, at 1 and 64 concurrent streams, for both peers:
+//   p50 and p99 of (through the proxy) - p50 and p99 of (straight to the
+//   upstream); and, paired, p50 and p99 of the differences between each
+//   proxied request and the direct request its stream sent in the same round
+//   (back to back with it): at 64 streams, where each request waits for the
+//   2 CPUs in turn, the difference of two separate percentiles is mostly
+//   queueing noise (it even comes out negative), the paired one much less;
 // * memory per idle conversation: the serve process's RSS after N more
 //   conversations, minus before, over N.
 //
@@ -211,6 +216,9 @@ std::string RequestFor(int stream, bool sse) {
 
 struct Samples {
   std::array<std::vector<double>, kTargets> us;  // one per request
+  // Paired: each proxied request minus the direct request of the same round
+  // of the same stream (sent back to back with it), for nginx and compactor.
+  std::array<std::vector<double>, kTargets> paired;
   int failures = 0;
 };
 
@@ -227,6 +235,7 @@ void RunStream(const std::array<int, kTargets>& ports, int stream, bool sse, int
   }
   const std::string req = RequestFor(stream, sse);
   for (int i = 0; i < n + kWarmup; ++i) {
+    std::array<double, kTargets> round_us = {-1, -1, -1};
     for (int k = 0; k < kTargets; ++k) {
       const int t = (i + k + stream) % kTargets;
       auto start = Clock::now();
@@ -239,6 +248,11 @@ void RunStream(const std::array<int, kTargets>& ports, int stream, bool sse, int
         continue;
       }
       if (i >= kWarmup) out->us[t].push_back(us);
+      round_us[t] = us;
+    }
+    if (i < kWarmup || round_us[kDirect] < 0) continue;
+    for (int t : {kNginx, kCompactor}) {
+      if (round_us[t] >= 0) out->paired[t].push_back(round_us[t] - round_us[kDirect]);
     }
   }
 }
@@ -273,6 +287,9 @@ double Percentile(std::vector<double> v, double p) {
 struct Figures {
   std::array<double, kTargets> p50{};
   std::array<double, kTargets> p99{};
+  // Percentiles of the paired differences (Samples::paired).
+  std::array<double, kTargets> paired50{};
+  std::array<double, kTargets> paired99{};
   int failures = 0;
   size_t count = 0;
   double nginx_cpu_us = 0;  // CPU per request of each proxy
@@ -292,13 +309,19 @@ Figures Measure(const std::array<int, kTargets>& ports, const std::array<pid_t, 
   for (auto& t : threads) t.join();
   Figures f;
   std::array<std::vector<double>, kTargets> all;
+  std::array<std::vector<double>, kTargets> paired;
   for (const auto& s : per) {
     f.failures += s.failures;
-    for (int t = 0; t < kTargets; ++t) all[t].insert(all[t].end(), s.us[t].begin(), s.us[t].end());
+    for (int t = 0; t < kTargets; ++t) {
+      all[t].insert(all[t].end(), s.us[t].begin(), s.us[t].end());
+      paired[t].insert(paired[t].end(), s.paired[t].begin(), s.paired[t].end());
+    }
   }
   for (int t = 0; t < kTargets; ++t) {
     f.p50[t] = Percentile(all[t], 0.50);
     f.p99[t] = Percentile(all[t], 0.99);
+    f.paired50[t] = Percentile(paired[t], 0.50);
+    f.paired99[t] = Percentile(paired[t], 0.99);
   }
   f.count = all[kDirect].size();
   // Warm-up requests included: every request a proxy served.
@@ -434,7 +457,7 @@ int main(int argc, char** argv) {
               "mode", "conc", "requests", "direct50", "direct99", "nginx+50", "nginx+99",
               "compac+50", "compac+99", "r50", "r99", "ngx-cpu", "cmp-cpu", "rcpu");
   // key: mode/concurrency; value: per-round added latencies, ratios, CPU.
-  constexpr int kColumns = 9;
+  constexpr int kColumns = 15;
   std::map<std::string, std::array<std::vector<double>, kColumns>> summary;
   for (int round = 1; rc == 0 && round <= f.rounds; ++round) {
     for (int streams : {1, 64}) {
@@ -458,8 +481,11 @@ int main(int argc, char** argv) {
           rc = 1;
         }
         auto& s = summary[std::string(mode) + " " + std::to_string(streams)];
+        const double pn50 = m.paired50[kNginx], pn99 = m.paired99[kNginx];
+        const double pc50 = m.paired50[kCompactor], pc99 = m.paired99[kCompactor];
         const std::array<double, kColumns> row = {
-            n50, n99, c50, c99, c50 / n50, c99 / n99, m.nginx_cpu_us, m.compactor_cpu_us, rcpu};
+            n50,  n99,  c50,  c99,  c50 / n50, c99 / n99,   m.nginx_cpu_us, m.compactor_cpu_us,
+            rcpu, pn50, pn99, pc50, pc99,      pc50 / pn50, pc99 / pn99};
         for (int i = 0; i < kColumns; ++i) s[i].push_back(row[i]);
       }
     }
@@ -477,12 +503,27 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
+  std::printf(
+      "\nadded latency, paired (us; each proxied request minus the direct request sent right "
+      "before or after it by the same stream), median [min-max] of %d rounds:\n",
+      f.rounds);
+  std::printf("%-9s | %-20s %-20s | %-20s %-20s | %-18s %-18s\n", "mode", "nginx p50", "nginx p99",
+              "compactor p50", "compactor p99", "ratio p50", "ratio p99");
+  for (auto& [key, s] : summary) {
+    std::printf("%-9s |", key.c_str());
+    for (int i = 9; i < kColumns; ++i) {
+      auto [lo, hi] = std::minmax_element(s[i].begin(), s[i].end());
+      std::printf(i < 13 ? " %6.0f [%5.0f-%5.0f]" : " %5.2f [%4.2f-%4.2f]", Median(s[i]), *lo, *hi);
+      if (i == 12) std::printf(" |");
+    }
+    std::printf("\n");
+  }
   std::printf("\nCPU per request (us, every thread of the proxy), median [min-max] of %d rounds:\n",
               f.rounds);
   std::printf("%-9s | %-20s %-20s %-18s\n", "mode", "nginx", "compactor", "ratio");
   for (auto& [key, s] : summary) {
     std::printf("%-9s |", key.c_str());
-    for (int i = 6; i < kColumns; ++i) {
+    for (int i = 6; i < 9; ++i) {
       auto [lo, hi] = std::minmax_element(s[i].begin(), s[i].end());
       std::printf(i < 8 ? " %6.1f [%5.1f-%5.1f]" : " %5.2f [%4.2f-%4.2f]", Median(s[i]), *lo, *hi);
     }

@@ -18,7 +18,7 @@ namespace {
 using compactor::serve::Http1ResponseReader;
 using compactor::serve::RequestHead;
 
-struct Body : Http1ResponseReader::Sink {
+struct BodyOutcome : Http1ResponseReader::Sink {
   std::string bytes;
   size_t used = 0;
   Http1ResponseReader::State state = Http1ResponseReader::State::kMore;
@@ -27,14 +27,14 @@ struct Body : Http1ResponseReader::Sink {
     bytes.append(data);
     return true;
   }
-  bool operator==(const Body& o) const {
+  bool operator==(const BodyOutcome& o) const {
     return bytes == o.bytes && state == o.state &&
            (state != Http1ResponseReader::State::kDone || used == o.used);
   }
 };
 
-Body ReadBody(const RequestHead& head, std::string_view text, size_t step) {
-  Body out;
+BodyOutcome ReadBody(const RequestHead& head, std::string_view text, size_t step) {
+  BodyOutcome out;
   auto reader = Http1ResponseReader::ForBody(
       head.chunked, static_cast<uint64_t>(std::max<int64_t>(0, head.length)));
   for (size_t at = 0; at < text.size() && reader.state() == Http1ResponseReader::State::kMore;
