@@ -427,7 +427,7 @@ bool HttpServer::ServeOne(ConnectionStream& stream, Connection& conn, bool last)
     try {
       handler_(req, res, ReadsBody(req.method) ? &reader : nullptr);
     } catch (const std::exception&) {
-      ErrorResponse(res, conn, 500, "internal_error", "the request failed inside the server");
+      ErrorResponse(res, conn, 500, "internal", "the request failed inside the server");
       conn.must_close = true;
     }
   }

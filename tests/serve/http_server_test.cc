@@ -263,7 +263,7 @@ TEST_F(HttpServerWireTest, ContentProvidersAreFramedChunkedOrByLength) {
 TEST_F(HttpServerWireTest, AHandlerThatThrowsGets500AndTheServerGoesOn) {
   ASSERT_TRUE(client_.Send("GET /throw HTTP/1.1\r\n\r\n"));
   auto r = ReadJson(500);
-  EXPECT_EQ(r["error"]["code"], "internal_error");
+  EXPECT_EQ(r["error"]["code"], "internal");
   RawClient next;
   ASSERT_TRUE(next.Connect(server_->bound_port()));
   ASSERT_TRUE(next.Send("GET /fine HTTP/1.1\r\n\r\n"));
