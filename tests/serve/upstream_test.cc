@@ -742,6 +742,43 @@ TEST_P(UpstreamCallParity, ConnectionRefused) {
   EXPECT_LT(Clock::now() - started, 3s);
 }
 
+// 10b. A listener whose accept queue is full drops new connection attempts
+// (Linux ignores the SYN): the connect timeout ends the call, as kTimeout.
+TEST_P(UpstreamCallParity, ConnectTimeout) {
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);  // never accepted
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  // Fill the queue: connect until an attempt stays unanswered.
+  std::vector<int> fillers;
+  bool full = false;
+  for (int i = 0; i < 16 && !full; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fillers.push_back(fd);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) continue;
+    pollfd p{fd, POLLOUT, 0};
+    full = errno == EINPROGRESS && ::poll(&p, 1, 200) == 0;
+  }
+  ASSERT_TRUE(full) << "the listener's queue did not fill";
+  UpstreamRequest request =
+      Request("GET", "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/");
+  request.connect_timeout_ms = 300;
+  auto started = Clock::now();
+  Run(std::move(request));
+  auto took = Clock::now() - started;
+  EXPECT_FALSE(call_->succeeded());
+  EXPECT_EQ(call_->failure(), UpstreamFailure::kTimeout) << call_->error();
+  EXPECT_FALSE(call_->error().empty());
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 3s);
+  for (int fd : fillers) ::close(fd);
+  ::close(listener);
+}
+
 // 11. The head, then silence longer than the idle timeout.
 TEST_P(UpstreamCallParity, IdleTimeout) {
   Reply reply;
