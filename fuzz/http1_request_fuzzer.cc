@@ -1,6 +1,7 @@
 // The server's request reader: the head parser (http1_request.h) and the
 // body decoder (Http1ResponseReader::ForBody) on whatever a client sends.
-// The head's end must not depend on how much of the input has arrived; a
+// The head's end must not depend on how much of the input has arrived (nor
+// on where a resumed scan starts); a
 // head that parses has a method and target, and fields whose names are
 // tokens and whose values hold no line end; the body's outcome must not
 // depend on where its bytes are cut. The first byte picks the piece size.
@@ -58,10 +59,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t step = 1 + data[0] % 32;
   size_t end = compactor::serve::FindRequestHeadEnd(text);
   FUZZ_CHECK(end <= text.size());
-  // A head found in a prefix is the same head in the whole input.
+  // A head found in a prefix is the same head in the whole input, and a
+  // scan resumed where a prefix without one ended finds the same end.
   for (size_t cut = 0; cut < text.size(); cut += step) {
     size_t early = compactor::serve::FindRequestHeadEnd(text.substr(0, cut));
     FUZZ_CHECK(early == 0 || early == end);
+    if (early == 0) FUZZ_CHECK(compactor::serve::FindRequestHeadEnd(text, cut) == end);
   }
   if (end == 0) return 0;
   RequestHead head;

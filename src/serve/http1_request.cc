@@ -8,23 +8,6 @@
 namespace compactor::serve {
 namespace {
 
-// RFC 9110 section 5.6.2: the characters of a method or a field name.
-bool IsTchar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
-         (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
-}
-
-bool IsToken(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), IsTchar); }
-
-// A field value or a request target: no control characters but tab (a bare
-// CR or a NUL could make another reader split the message differently).
-bool NoControls(std::string_view s, bool tab_allowed) {
-  return std::none_of(s.begin(), s.end(), [tab_allowed](char c) {
-    auto u = static_cast<unsigned char>(c);
-    return (u < 0x20 && !(tab_allowed && c == '\t')) || u == 0x7f;
-  });
-}
-
 // The line starting at *pos without its line end ("\r\n" or "\n"); *pos
 // moves past it. The whole rest when no line end follows.
 std::string_view NextLine(std::string_view head, size_t* pos) {
@@ -36,10 +19,13 @@ std::string_view NextLine(std::string_view head, size_t* pos) {
   return line;
 }
 
-// Where the request line starts: after empty lines a client may send first.
+// Where the request line starts: after the empty lines a client may send
+// first (RFC 9112 section 2.2), at most kLeadingEmptyLines of them (more
+// make an empty request line, refused; the bound keeps the scan short).
+constexpr int kLeadingEmptyLines = 4;
 size_t SkipEmptyLines(std::string_view data) {
   size_t start = 0;
-  while (start < data.size()) {
+  for (int lines = 0; lines < kLeadingEmptyLines && start < data.size(); ++lines) {
     if (data[start] == '\n') {
       ++start;
     } else if (data[start] == '\r' && start + 1 < data.size() && data[start + 1] == '\n') {
@@ -63,15 +49,17 @@ int CheckVersion(std::string_view v, bool* http10) {
 
 }  // namespace
 
-size_t FindRequestHeadEnd(std::string_view data) {
-  size_t pos = SkipEmptyLines(data);
-  while (true) {
-    size_t nl = data.find('\n', pos);
-    if (nl == std::string_view::npos) return 0;
-    size_t len = nl - pos;
-    if (len == 0 || (len == 1 && data[pos] == '\r')) return nl + 1;
-    pos = nl + 1;
+size_t FindRequestHeadEnd(std::string_view data, size_t from) {
+  const size_t start = SkipEmptyLines(data);
+  // The end is an empty line after the request line: a '\n' right after
+  // the '\n' that ends the line before ("\n\n" or "\n\r\n"). Looking back two
+  // bytes from each '\n' finds it across the pieces the head came in.
+  for (size_t i = data.find('\n', std::max(start, from)); i != std::string_view::npos;
+       i = data.find('\n', i + 1)) {
+    if (i >= start + 1 && data[i - 1] == '\n') return i + 1;
+    if (i >= start + 2 && data[i - 1] == '\r' && data[i - 2] == '\n') return i + 1;
   }
+  return 0;
 }
 
 int ParseRequestHead(std::string_view head, RequestHead* out, std::string* why) {
@@ -88,7 +76,8 @@ int ParseRequestHead(std::string_view head, RequestHead* out, std::string* why) 
   if (sp2 == std::string_view::npos) return fail(400, "the request line is malformed");
   std::string_view method = line.substr(0, sp1);
   std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  if (!IsToken(method) || target.empty() || !NoControls(target, false)) {
+  if (!IsHttpToken(method) || target.empty() || !IsSafeFieldValue(target) ||
+      target.find('\t') != std::string_view::npos) {
     return fail(400, "the request line is malformed");
   }
   if (target.size() > kMaxRequestTargetBytes) return fail(414, "the request target exceeds 8 KiB");
@@ -100,22 +89,23 @@ int ParseRequestHead(std::string_view head, RequestHead* out, std::string* why) 
   out->target = std::string(target);
   bool keep_alive = false;
   bool transfer_coding = false;
+  int hosts = 0;
   while (pos < head.size()) {
     line = NextLine(head, &pos);
     if (line.empty()) break;
     // A folded line (obs-fold) or white space before the colon: rejected
     // (RFC 9112 sections 5.1 and 5.2), not guessed at.
     size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
+    if (colon == std::string_view::npos || !IsHttpToken(line.substr(0, colon))) {
       return fail(400, "a header line is malformed");
     }
     std::string_view name = line.substr(0, colon);
     std::string_view value = TrimOws(line.substr(colon + 1));
-    if (!NoControls(value, true)) return fail(400, "a header value holds a control character");
+    if (!IsSafeFieldValue(value)) return fail(400, "a header value holds a control character");
     if (EqualsIgnoreCase(name, "content-length")) {
       int64_t n = -1;
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || p != value.data() + value.size() || n < 0 ||
+      if (ec != std::errc() || p != value.data() + value.size() || value[0] == '-' ||
           (out->length >= 0 && n != out->length)) {
         return fail(400, "the Content-Length is not valid");
       }
@@ -129,6 +119,8 @@ int ParseRequestHead(std::string_view head, RequestHead* out, std::string* why) 
     } else if (EqualsIgnoreCase(name, "connection")) {
       out->close = out->close || ListHasToken(value, "close");
       keep_alive = keep_alive || ListHasToken(value, "keep-alive");
+    } else if (EqualsIgnoreCase(name, "host")) {
+      if (++hosts > 1) return fail(400, "more than one Host field");
     } else if (EqualsIgnoreCase(name, "expect")) {
       out->expect_continue = !out->http10 && EqualsIgnoreCase(value, "100-continue");
     }
@@ -138,7 +130,11 @@ int ParseRequestHead(std::string_view head, RequestHead* out, std::string* why) 
   if (transfer_coding && out->length >= 0) {
     return fail(400, "both Transfer-Encoding and Content-Length");
   }
-  out->close = out->close || (out->http10 && !keep_alive);
+  // RFC 9112 section 3.2: every HTTP/1.1 request names its host, once.
+  if (!out->http10 && hosts == 0) return fail(400, "no Host field");
+  // An HTTP/1.0 message with a transfer coding may have been framed
+  // differently by whatever sent it: read it, then close (section 6.1).
+  out->close = out->close || (out->http10 && (!keep_alive || transfer_coding));
   return 0;
 }
 

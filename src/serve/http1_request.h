@@ -40,11 +40,15 @@ struct RequestHead {
 
 // Where the head ends in `data`: the size of the head including its empty
 // line ("\r\n\r\n" or "\n\n"), or 0 when it is not complete yet. Empty lines
-// before the request line (RFC 9112 section 2.2) count as part of the head.
-size_t FindRequestHeadEnd(std::string_view data);
+// before the request line (RFC 9112 section 2.2; at most 4) count as part of
+// the head. `from`: the size `data` had at the previous call for the same
+// head (0 at the first), so that a head arriving in many pieces is scanned
+// once, not once per piece.
+size_t FindRequestHeadEnd(std::string_view data, size_t from = 0);
 
 // Parses a complete head (as FindRequestHeadEnd delimits it) into `out`.
-// Returns 0, or the HTTP status to answer with: 400 (malformed), 414
+// Returns 0, or the HTTP status to answer with: 400 (malformed; an
+// HTTP/1.1 request without a Host field; more than one Host field), 414
 // (target too long), 431 (head too large), 501 (a Transfer-Encoding other
 // than chunked), 505 (not HTTP/1.x). `why` (may be null) gets a short reason.
 int ParseRequestHead(std::string_view head, RequestHead* out, std::string* why = nullptr);

@@ -344,10 +344,12 @@ class RequestBody {
 };
 
 // Runs a response's content provider, framing what it writes: a chunk per
-// write (one buffer for all of them) or the bytes as they are. False when the
+// write (one buffer for all of them), or the bytes as they are (a known
+// length, or `until_close`: until the provider says done). False when the
 // provider or a write failed, or a provider of a known length stopped short
 // of it (the connection then cannot carry another response).
-bool WriteProvided(ConnectionStream& stream, httplib::Response& res, bool chunked) {
+bool WriteProvided(ConnectionStream& stream, httplib::Response& res, bool chunked,
+                   bool until_close) {
   const size_t length = res.content_length_;
   size_t offset = 0;
   bool ok = true;
@@ -368,9 +370,10 @@ bool WriteProvided(ConnectionStream& stream, httplib::Response& res, bool chunke
     if (ok && chunked) ok = stream.Write("0\r\n\r\n");
   };
   sink.is_writable = [&] { return ok; };
-  while (ok && more && (chunked || offset < length)) {
+  const bool until_done = chunked || until_close;
+  while (ok && more && (until_done || offset < length)) {
     size_t before = offset;
-    if (!res.content_provider_(offset, chunked ? 0 : length - offset, sink)) return false;
+    if (!res.content_provider_(offset, until_done ? 0 : length - offset, sink)) return false;
     // A provider that neither wrote nor ended would be called forever.
     if (offset == before && more) return false;
   }
@@ -382,9 +385,17 @@ bool WriteProvided(ConnectionStream& stream, httplib::Response& res, bool chunke
 bool HttpServer::ServeOne(ConnectionStream& stream, Connection& conn, bool last) {
   httplib::Request req;
   httplib::Response res;
+  // The head, scanned once however many pieces it comes in, within the
+  // client timeout as a whole (not only per piece: a byte a minute would
+  // otherwise hold the worker, and a Drain, for as long as it pleases).
+  const int64_t deadline_us = options_.env->MonotonicMicros() + options_.client_timeout_ms * 1000;
   size_t head_end;
-  while ((head_end = FindRequestHeadEnd(stream.buffered())) == 0) {
-    if (stream.Fill(kMaxRequestHeadBytes + 1)) continue;
+  size_t scanned = 0;
+  while ((head_end = FindRequestHeadEnd(stream.buffered(), scanned)) == 0) {
+    scanned = stream.buffered().size();
+    if (options_.env->MonotonicMicros() < deadline_us && stream.Fill(kMaxRequestHeadBytes + 1)) {
+      continue;
+    }
     // The client left or went silent mid-head: nothing to answer, unless
     // the head outgrew its limit.
     if (stream.buffered().size() <= kMaxRequestHeadBytes) return false;
@@ -434,21 +445,29 @@ bool HttpServer::ServeOne(ConnectionStream& stream, Connection& conn, bool last)
   // A body left unread (all or part) cannot be skipped with certainty: the
   // connection ends after the answer, lingering so that the client reads it.
   if (conn.has_body && !body.complete()) conn.must_close = conn.linger = true;
-  bool close = last || head.close || conn.must_close;
+  bool close = last || head.close || conn.must_close || draining_.load();
   return WriteResponse(stream, conn, req, res, close) && !close;
 }
 
 bool HttpServer::WriteResponse(ConnectionStream& stream, Connection& conn,
                                const httplib::Request& req, httplib::Response& res, bool close) {
   if (res.status < 100 || res.status > 999) res.status = 500;  // a handler that set none
-  const bool chunked = res.content_provider_ && res.is_chunked_content_provider_;
+  // A stream of unknown length goes chunked to an HTTP/1.1 client, and as
+  // it is, ended by the close, to an HTTP/1.0 one (it cannot read chunks).
+  const bool http10 = req.version == "HTTP/1.0";
+  const bool chunked = res.content_provider_ && res.is_chunked_content_provider_ && !http10;
+  const bool until_close = res.content_provider_ && res.is_chunked_content_provider_ && http10;
+  close = close || until_close;
   const bool no_body =
       req.method == "HEAD" || res.status < 200 || res.status == 204 || res.status == 304;
   std::string head;
   head.reserve(512);
   head.append("HTTP/1.1 ").append(std::to_string(res.status)).append(" ");
   head.append(ReasonPhrase(res.status)).append("\r\n");
+  // A field that is not a token name with a safe value is left out: a CR
+  // or LF from an upstream or a hook must not start a field of its own.
   auto field = [&head](std::string_view name, std::string_view value) {
+    if (!IsHttpToken(name) || !IsSafeFieldValue(value)) return;
     head.append(name).append(": ").append(value).append("\r\n");
   };
   if (conn.exact_headers) {
@@ -470,14 +489,14 @@ bool HttpServer::WriteResponse(ConnectionStream& stream, Connection& conn,
     if (!length.empty() && res.status >= 200 && res.status != 204) field("Content-Length", length);
   } else if (chunked) {
     field("Transfer-Encoding", "chunked");
-  } else {
+  } else if (!until_close) {
     field("Content-Length",
           std::to_string(res.content_provider_ ? res.content_length_ : res.body.size()));
   }
   if (close) {
     field("Connection", "close");
   } else {
-    if (req.version == "HTTP/1.0") field("Connection", "keep-alive");
+    if (http10) field("Connection", "keep-alive");
     field("Keep-Alive", keep_alive_);
   }
   head.append("\r\n");
@@ -491,7 +510,7 @@ bool HttpServer::WriteResponse(ConnectionStream& stream, Connection& conn,
   }
   // A provider (a relayed stream): the head is held only when the handler
   // asked (it has bytes at hand), else it goes out now.
-  return stream.Write(head) && WriteProvided(stream, res, chunked);
+  return stream.Write(head) && WriteProvided(stream, res, chunked, until_close);
 }
 
 bool HttpServer::process_and_close_socket(socket_t sock) {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "providers/json_util.h"
@@ -341,6 +343,20 @@ std::string ErrorBody(std::string_view api, int status, std::string_view code,
     j["error"] = {{"code", code}, {"message", message}};
   }
   return DumpJson(j);
+}
+
+bool IsHttpToken(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
+  });
+}
+
+bool IsSafeFieldValue(std::string_view value) {
+  return std::none_of(value.begin(), value.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\t') || u == 0x7f;
+  });
 }
 
 std::string_view ReasonPhrase(int status) {

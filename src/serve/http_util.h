@@ -21,6 +21,12 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix);
 std::string ToLower(std::string_view s);
 
+// A token (RFC 9110 section 5.6.2): a method or a field name.
+bool IsHttpToken(std::string_view s);
+// A field value that can be written as is: no control character but tab
+// (a CR, LF or NUL would let a reader split the message differently).
+bool IsSafeFieldValue(std::string_view value);
+
 // `s` without leading and trailing spaces and tabs (HTTP's optional white
 // space around field values and list items).
 std::string_view TrimOws(std::string_view s);

@@ -151,6 +151,14 @@ class ProxyExchange final : public Exchange {
   void FailUpstream(httplib::Response& res);
   // The client went away before the answer: 499, nothing relayed.
   void Abandon(httplib::Response& res);
+  // The client went away: counted once, its connection closed. Returns false.
+  bool ClientLeft() {
+    client_gone_ = true;
+    record_->client_closed = true;
+    metrics_->client_disconnects().Add();
+    conn_->must_close = true;
+    return false;
+  }
   std::string Redact(std::string_view text) const {
     return RedactSecrets(text, CredentialsIn(request_.headers));
   }
@@ -367,11 +375,7 @@ bool ProxyExchange::RelayRest(httplib::DataSink& sink, bool chunked, size_t leng
   sink_ = nullptr;
   if (!ok || client_gone_ || call_->client_gone()) {
     call_->Abort();
-    client_gone_ = true;
-    record_->client_closed = true;
-    metrics_->client_disconnects().Add();
-    conn_->must_close = true;
-    return false;
+    return ClientLeft();
   }
   if (!call_->succeeded()) {
     // The upstream broke off mid-answer: cut the client's stream too (it
@@ -383,6 +387,9 @@ bool ProxyExchange::RelayRest(httplib::DataSink& sink, bool chunked, size_t leng
   }
   if (chunked) {
     sink.done();
+    // The terminator carried the held last bytes: a client gone by then
+    // did not get the end of the answer.
+    if (!sink.is_writable()) return ClientLeft();
   } else if (written_ != length) {
     conn_->must_close = true;
     return false;
@@ -467,10 +474,7 @@ void ProxyExchange::Fail(httplib::Response& res, int status, std::string_view co
 
 void ProxyExchange::Abandon(httplib::Response& res) {
   Settle();
-  client_gone_ = true;
-  record_->client_closed = true;
-  metrics_->client_disconnects().Add();
-  conn_->must_close = true;
+  ClientLeft();
   res.status = 499;  // nginx's "client closed request"; nothing reaches the client
   record_->status = 499;
   record_->error = "the client closed the connection before the answer";

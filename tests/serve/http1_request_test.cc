@@ -34,6 +34,23 @@ TEST(Http1RequestTest, TheHeadEndsAtTheFirstEmptyLine) {
   EXPECT_EQ(FindRequestHeadEnd("\r\n\r\n"), 0u);
 }
 
+// A head that arrives in pieces is found where it is found whole, the scan
+// resuming where the previous piece ended.
+TEST(Http1RequestTest, TheHeadsEndIsFoundAcrossPieces) {
+  for (const std::string head : {"GET / HTTP/1.1\r\nHost: x\r\n\r\nBODY",
+                                 "\r\nGET / HTTP/1.1\nA: b\n\nBODY", "GET / HTTP/1.1\r\n\r\n"}) {
+    const size_t whole = FindRequestHeadEnd(head);
+    ASSERT_GT(whole, 0u) << head;
+    for (size_t cut = 0; cut <= head.size(); ++cut) {
+      size_t early = FindRequestHeadEnd(std::string_view(head).substr(0, cut));
+      EXPECT_TRUE(early == 0 || early == whole) << head << " " << cut;
+      if (early == 0) {
+        EXPECT_EQ(FindRequestHeadEnd(head, cut), whole) << head << " " << cut;
+      }
+    }
+  }
+}
+
 TEST(Http1RequestTest, AValidHeadKeepsItsFieldsInOrderWithTheirSpelling) {
   RequestHead h;
   ASSERT_EQ(Parse("\r\nPOST /v1/messages?beta=true HTTP/1.1\r\n"
@@ -61,7 +78,7 @@ TEST(Http1RequestTest, AValidHeadKeepsItsFieldsInOrderWithTheirSpelling) {
 
 TEST(Http1RequestTest, WhatTheFieldsSayAboutFramingAndTheConnection) {
   RequestHead h;
-  ASSERT_EQ(Parse("POST / HTTP/1.1\nTransfer-Encoding: Chunked\nExpect: 100-continue\n"
+  ASSERT_EQ(Parse("POST / HTTP/1.1\nHost: h\nTransfer-Encoding: Chunked\nExpect: 100-continue\n"
                   "Connection: keep-alive, Close\n\n",
                   &h),
             0);
@@ -76,11 +93,16 @@ TEST(Http1RequestTest, WhatTheFieldsSayAboutFramingAndTheConnection) {
   EXPECT_FALSE(h.expect_continue);
   ASSERT_EQ(Parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", &h), 0);
   EXPECT_FALSE(h.close);
+  ASSERT_EQ(
+      Parse("POST / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n", &h),
+      0);
+  EXPECT_TRUE(h.close);  // framed by a coding HTTP/1.0 does not have
   // The same length twice is one length.
-  ASSERT_EQ(Parse("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", &h), 0);
+  ASSERT_EQ(
+      Parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", &h), 0);
   EXPECT_EQ(h.length, 5);
   // A later minor version is read as 1.1 (RFC 9110 section 2.5).
-  EXPECT_EQ(Parse("GET / HTTP/1.7\r\n\r\n"), 0);
+  EXPECT_EQ(Parse("GET / HTTP/1.7\r\nHost: h\r\n\r\n"), 0);
 }
 
 TEST(Http1RequestTest, MalformedHeadsAreRefusedWithTheirStatus) {
@@ -89,31 +111,40 @@ TEST(Http1RequestTest, MalformedHeadsAreRefusedWithTheirStatus) {
     int status;
   };
   const std::vector<Case> cases = {
-      {"GET /\r\n\r\n", 400},                // no version
-      {"GET  / HTTP/1.1\r\n\r\n", 400},      // an empty target
-      {"GET / HTTP/1.1 x\r\n\r\n", 400},     // a version with a tail
-      {"G(T / HTTP/1.1\r\n\r\n", 400},       // not a method
-      {"GET /a\x01 HTTP/1.1\r\n\r\n", 400},  // a control character
-      {"GET / HTTP/1.1\r\n\r\n", 0},         // (the same, well-formed)
+      {"GET /\r\n\r\n", 400},                           // no version
+      {"GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400},      // an empty target
+      {"GET / HTTP/1.1 x\r\n\r\n", 400},                // a version with a tail
+      {"G(T / HTTP/1.1\r\nHost: h\r\n\r\n", 400},       // not a method
+      {"GET /a\x01 HTTP/1.1\r\nHost: h\r\n\r\n", 400},  // a control character
+      {"GET / HTTP/1.1\r\nHost: h\r\n\r\n", 0},         // (the same, well-formed)
       {"GET / HTTP/2.0\r\n\r\n", 505},
       {"GET / HTTPS/1.1\r\n\r\n", 400},
-      {"GET / HTTP/1.1\r\nNoColon\r\n\r\n", 400},
-      {"GET / HTTP/1.1\r\nName : v\r\n\r\n", 400},                        // white space before ':'
-      {"GET / HTTP/1.1\r\n: v\r\n\r\n", 400},                             // no name
-      {"GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n", 400},                      // a folded line
-      {std::string("GET / HTTP/1.1\r\nA: b") + '\0' + "c\r\n\r\n", 400},  // a NUL
-      {"GET / HTTP/1.1\r\nA: b\rc\r\n\r\n", 400},                         // a bare CR in a value
-      {"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400},
-      {"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n", 400},
-      {"POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400},
-      {"POST / HTTP/1.1\r\nContent-Length:\r\n\r\n", 400},
-      {"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 400},
-      {"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
-      {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
-      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
-      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400},
-      {"GET /" + std::string(kMaxRequestTargetBytes, 'a') + " HTTP/1.1\r\n\r\n", 414},
-      {"GET / HTTP/1.1\r\nX: " + std::string(kMaxRequestHeadBytes, 'a') + "\r\n\r\n", 431},
+      {"GET / HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n", 400},
+      {"GET / HTTP/1.1\r\nHost: h\r\nName : v\r\n\r\n", 400},    // white space before ':'
+      {"GET / HTTP/1.1\r\nHost: h\r\n: v\r\n\r\n", 400},         // no name
+      {"GET / HTTP/1.1\r\nHost: h\r\nA: b\r\n c\r\n\r\n", 400},  // a folded line
+      {std::string("GET / HTTP/1.1\r\nHost: h\r\nA: b") + '\0' + "c\r\n\r\n", 400},  // a NUL
+      {"GET / HTTP/1.1\r\nHost: h\r\nA: b\rc\r\n\r\n", 400},  // a bare CR in a value
+      {"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1x\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: h\r\nContent-Length:\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+      {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n",
+       501},
+      {"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+       400},
+      {"GET /" + std::string(kMaxRequestTargetBytes, 'a') + " HTTP/1.1\r\nHost: h\r\n\r\n", 414},
+      {"GET / HTTP/1.1\r\n\r\n", 400},                        // no Host
+      {"GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n", 400},  // two
+      {"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -0\r\n\r\n", 400},
+      {"\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 400},  // 5 empty lines
+      {"\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 0},        // 4
+      {"GET / HTTP/1.1\r\nHost: h\r\nX: " + std::string(kMaxRequestHeadBytes, 'a') + "\r\n\r\n",
+       431},
   };
   for (const auto& c : cases) EXPECT_EQ(Parse(c.head), c.status) << c.head.substr(0, 80);
 }

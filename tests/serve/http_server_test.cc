@@ -103,6 +103,16 @@ void Echo(const httplib::Request& req, httplib::Response& res,
     }
     return;
   }
+  if (req.target == "/fields") {
+    conn->exact_headers = serve::HeaderList{{"X-Good", "1"},
+                                            {"X-Bad", "a\rb"},
+                                            {"X-Split", "a\r\nX-Injected: 1"},
+                                            {"Bad Name", "x"},
+                                            {"X-Nul", std::string("a\0b", 3)}};
+    res.status = 200;
+    res.body = "ok";
+    return;
+  }
   nlohmann::json out;
   out["method"] = req.method;
   out["target"] = req.target;
@@ -147,8 +157,9 @@ TEST_F(HttpServerWireTest, PipelinedRequestsAreAnsweredInOrderWithTheirBodies) {
   ASSERT_TRUE(client_.Send(
       "POST /a?x=1&y=two%20words HTTP/1.1\r\nHost: h\r\nX-Case: Kept\r\nContent-Length: 5\r\n\r\n"
       "hello"
-      "PUT /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;e=1\r\nde\r\n0\r\n\r\n"
-      "GET /c HTTP/1.1\r\n\r\n"));
+      "PUT /b HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n3\r\nabc\r\n2;e=1\r\nde\r\n0\r\n\r\n"
+      "GET /c HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto a = ReadJson();
   EXPECT_EQ(a["method"], "POST");
   EXPECT_EQ(a["target"], "/a?x=1&y=two%20words");
@@ -164,8 +175,8 @@ TEST_F(HttpServerWireTest, PipelinedRequestsAreAnsweredInOrderWithTheirBodies) {
 }
 
 TEST_F(HttpServerWireTest, ExpectContinueIsAnsweredWhenTheBodyIsRead) {
-  ASSERT_TRUE(
-      client_.Send("POST /e HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"));
+  ASSERT_TRUE(client_.Send(
+      "POST /e HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"));
   std::string got;
   char buf[256];
   while (got.find("\r\n\r\n") == std::string::npos) {
@@ -185,11 +196,14 @@ TEST_F(HttpServerWireTest, MalformedRequestsAreRefusedAndTheConnectionCloses) {
     std::string code;
   };
   const std::vector<Case> cases = {
-      {"GET / HTTP/1.1\r\nBad Header: x\r\n\r\n", 400, "bad_request"},
+      {"GET / HTTP/1.1\r\nHost: t\r\nBad Header: x\r\n\r\n", 400, "bad_request"},
       {"GET / HTTP/2.0\r\n\r\n", 505, "http_error"},
-      {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "http_error"},
-      {"BREW /pot HTTP/1.1\r\n\r\n", 501, "http_error"},
-      {"GET / HTTP/1.1\r\nX: " + std::string(70 * 1024, 'a') + "\r\n\r\n", 431, "http_error"},
+      {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "http_error"},
+      {"BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n", 501, "http_error"},
+      {"GET / HTTP/1.1\r\n\r\n", 400, "bad_request"},  // no Host
+      {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "bad_request"},
+      {"GET / HTTP/1.1\r\nHost: t\r\nX: " + std::string(70 * 1024, 'a') + "\r\n\r\n", 431,
+       "http_error"},
   };
   for (const auto& c : cases) {
     RawClient raw;
@@ -209,7 +223,7 @@ TEST_F(HttpServerWireTest, MalformedRequestsAreRefusedAndTheConnectionCloses) {
 }
 
 TEST_F(HttpServerWireTest, AnUnreadBodyClosesTheConnectionAfterTheAnswer) {
-  ASSERT_TRUE(client_.Send("POST /noread HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"));
+  ASSERT_TRUE(client_.Send("POST /noread HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"));
   auto r = client_.Read();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 200);
@@ -231,24 +245,25 @@ TEST_F(HttpServerWireTest, Http10ClosesUnlessItAsksToKeepTheConnection) {
 }
 
 TEST_F(HttpServerWireTest, HeadAndNoContentCarryNoBodyOnAKeptConnection) {
-  ASSERT_TRUE(client_.Send("HEAD /h HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(client_.Send("HEAD /h HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto head = client_.Read(/*head_request=*/true);
   ASSERT_TRUE(head.has_value());
   EXPECT_EQ(head->status, 200);
   EXPECT_NE(head->Header("content-length"), "");
   EXPECT_NE(head->Header("keep-alive"), "");
-  ASSERT_TRUE(client_.Send("GET /empty HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(client_.Send("GET /empty HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto empty = client_.Read();
   ASSERT_TRUE(empty.has_value());
   EXPECT_EQ(empty->status, 204);
   EXPECT_EQ(empty->Header("content-length"), "");
   // Nothing was left over for the next answer to trip on.
-  ASSERT_TRUE(client_.Send("GET /after HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(client_.Send("GET /after HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_EQ(ReadJson()["target"], "/after");
 }
 
 TEST_F(HttpServerWireTest, ContentProvidersAreFramedChunkedOrByLength) {
-  ASSERT_TRUE(client_.Send("GET /stream HTTP/1.1\r\n\r\nGET /sized HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(client_.Send(
+      "GET /stream HTTP/1.1\r\nHost: t\r\n\r\nGET /sized HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto chunked = client_.Read();
   ASSERT_TRUE(chunked.has_value());
   EXPECT_TRUE(chunked->chunked);
@@ -260,13 +275,51 @@ TEST_F(HttpServerWireTest, ContentProvidersAreFramedChunkedOrByLength) {
   EXPECT_EQ(sized->body, "one two three");
 }
 
+// An HTTP/1.0 client cannot read chunks: a stream of unknown length goes to
+// it as it is, ended by the close; a chunked request body from it is read,
+// and then the connection closes (RFC 9112 section 6.1).
+TEST_F(HttpServerWireTest, Http10GetsStreamsUnchunkedAndItsChunkedBodiesClose) {
+  ASSERT_TRUE(client_.Send("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  auto r = client_.Read();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->Header("transfer-encoding"), "");
+  EXPECT_EQ(r->Header("content-length"), "");
+  EXPECT_EQ(r->Header("connection"), "close");
+  EXPECT_EQ(r->body, "one two three");
+  RawClient other;
+  ASSERT_TRUE(other.Connect(server_->bound_port()));
+  ASSERT_TRUE(
+      other.Send("POST /te HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "2\r\nhi\r\n0\r\n\r\n"));
+  auto te = other.Read();
+  ASSERT_TRUE(te.has_value());
+  EXPECT_EQ(nlohmann::json::parse(te->body, nullptr, false)["body"], "hi");
+  EXPECT_EQ(te->Header("connection"), "close");
+  EXPECT_TRUE(other.ClosedByPeer(2s));
+}
+
+// A response field that is not a token name with a value free of control
+// characters is left out: a CR or LF from an upstream or a hook must not
+// make a field of its own.
+TEST_F(HttpServerWireTest, UnsafeResponseFieldsAreLeftOut) {
+  ASSERT_TRUE(client_.Send("GET /fields HTTP/1.1\r\nHost: t\r\n\r\n"));
+  auto r = client_.Read();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->Header("x-good"), "1");
+  for (const char* gone : {"x-bad", "x-split", "x-injected", "bad name", "x-nul"}) {
+    EXPECT_EQ(r->Header(gone), "") << gone;
+  }
+  EXPECT_EQ(r->body, "ok");
+}
+
 TEST_F(HttpServerWireTest, AHandlerThatThrowsGets500AndTheServerGoesOn) {
-  ASSERT_TRUE(client_.Send("GET /throw HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(client_.Send("GET /throw HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto r = ReadJson(500);
   EXPECT_EQ(r["error"]["code"], "internal");
   RawClient next;
   ASSERT_TRUE(next.Connect(server_->bound_port()));
-  ASSERT_TRUE(next.Send("GET /fine HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(next.Send("GET /fine HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto fine = next.Read();
   ASSERT_TRUE(fine.has_value());
   EXPECT_EQ(fine->status, 200);
