@@ -722,15 +722,27 @@ TEST_P(UpstreamCallParity, FreshConnectionClosedWithoutAnswerIsReset) {
   EXPECT_EQ(server.accepts(), 1);
 }
 
+// A socket bound to a free port of 127.0.0.1 (-1 on failure); `addr` gets
+// its address.
+int BoundLoopbackSocket(sockaddr_in* addr) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  *addr = sockaddr_in{};
+  addr->sin_family = AF_INET;
+  addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof *addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(addr), sizeof *addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(addr), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // 10. Nobody listens on the port.
 TEST_P(UpstreamCallParity, ConnectionRefused) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int fd = BoundLoopbackSocket(&addr);
+  ASSERT_GE(fd, 0);
   int port = ntohs(addr.sin_port);
   ::close(fd);
   auto started = Clock::now();
@@ -745,14 +757,10 @@ TEST_P(UpstreamCallParity, ConnectionRefused) {
 // 10b. A listener whose accept queue is full drops new connection attempts
 // (Linux ignores the SYN): the connect timeout ends the call, as kTimeout.
 TEST_P(UpstreamCallParity, ConnectTimeout) {
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  int listener = BoundLoopbackSocket(&addr);
+  ASSERT_GE(listener, 0);
   ASSERT_EQ(::listen(listener, 0), 0);  // never accepted
-  socklen_t len = sizeof addr;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
   // Fill the queue: connect until an attempt stays unanswered.
   std::vector<int> fillers;
   bool full = false;
