@@ -313,6 +313,33 @@ TEST_F(HttpServerWireTest, UnsafeResponseFieldsAreLeftOut) {
   EXPECT_EQ(r->body, "ok");
 }
 
+// A head must arrive whole within the client timeout, not only each of its
+// pieces: a client that trickles a byte well inside the per-read timeout is
+// cut off once the whole head has taken longer.
+TEST(HttpServerTest, AHeadTrickledPastTheClientTimeoutIsCutOff) {
+  serve::HttpServerOptions o;
+  o.threads = 2;
+  o.env = Env::Default();
+  o.client_timeout_ms = 400;
+  serve::HttpServer server(o, Echo);
+  ASSERT_TRUE(server.Start("127.0.0.1", 0).ok());
+  RawClient c;
+  ASSERT_TRUE(c.Connect(server.bound_port()));
+  ASSERT_TRUE(c.Send("GET /slow HTTP/1.1\r\nHost: t\r\n"));
+  auto started = std::chrono::steady_clock::now();
+  bool closed = false;
+  // A field every 100 ms (a quarter of the per-read timeout), for at most 3 s.
+  for (int i = 0; i < 30 && !closed; ++i) {
+    std::this_thread::sleep_for(100ms);
+    closed = !c.Send("X-Slow: 1\r\n") || c.ClosedByPeer(1ms);
+  }
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_TRUE(closed) << "the server waited for the trickled head for 3 s";
+  EXPECT_GE(took, 350ms);
+  EXPECT_LT(took, 2s);
+  server.Drain();
+}
+
 TEST_F(HttpServerWireTest, AHandlerThatThrowsGets500AndTheServerGoesOn) {
   ASSERT_TRUE(client_.Send("GET /throw HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto r = ReadJson(500);
